@@ -1,0 +1,78 @@
+#pragma once
+// The seam between the session (server/, octets and connection state) and the broker
+// (broker/, what AMQP methods mean on the bus). The session owns the socket, the handshake,
+// heartbeats, channel open/close bookkeeping and content assembly; a broker `channel` owns
+// everything a channel method means. Neither reaches into the other.
+#include <utility>  // before Asio: see platform-notes (Boost 1.74 awaitable.hpp with g++ 12)
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "amqp/wire/codec.hpp"
+
+namespace amqp::bus { class client; }
+
+namespace amqp::broker {
+
+struct settings {
+  std::uint16_t channel_max = 2047;
+  std::uint32_t frame_max = 128 * 1024;          // offered in connection.tune
+  std::uint16_t heartbeat_seconds = 60;          // offered in connection.tune
+  std::chrono::seconds handshake_timeout{30};
+  std::uint64_t max_body_size = 8 * 1024 * 1024;  // the bus's max payload: larger is 311 on the header
+  std::string product = "cloud";
+  std::string version;
+};
+
+// Per-process broker state: the bus client, the topology mirror, exclusive-queue owners,
+// consumer counts. Shared by every connection of this process.
+class broker;
+std::shared_ptr<broker> make_broker(boost::asio::io_context& io, std::shared_ptr<bus::client> bus,
+                                    settings s);
+const settings& settings_of(const broker& b);
+
+// What a channel needs from its connection. Implemented by server::session; every call is
+// made on the connection's executor.
+class connection_port {
+ public:
+  virtual ~connection_port() = default;
+  // Encoded frames, written to the socket as one unit, in call order.
+  virtual void send(std::string frames) = 0;
+  virtual std::uint32_t frame_max() const = 0;      // negotiated
+  virtual std::uint64_t connection_id() const = 0;  // unique in this process (exclusive owners)
+  virtual boost::asio::any_io_executor executor() = 0;
+  // Channel exception: the session sends channel.close, calls channel::closed(), and ignores
+  // the channel's frames until close-ok.
+  virtual void close_channel(std::uint16_t channel, wire::reply_code code, std::string text,
+                             wire::method_key offending) = 0;
+  // Connection exception: connection.close with the code, then the socket goes.
+  virtual void close_connection(wire::reply_code code, std::string text,
+                                wire::method_key offending) = 0;
+};
+
+// One open channel. The session creates it on channel.open-ok and destroys it after the
+// channel is closed either way. Methods are answered in arrival order.
+class channel {
+ public:
+  virtual ~channel() = default;
+  // Any method of classes exchange/queue/basic/confirm/tx and channel.flow. Never
+  // channel.open/close/close-ok (the session's) and never basic.publish (see on_publish).
+  virtual void on_method(wire::method m) = 0;
+  // A complete publish: the method, the content header's property octets verbatim, the body.
+  virtual void on_publish(wire::basic_publish m, std::string property_octets, std::string body) = 0;
+  // The channel is gone (closed by either side, or the connection ended): requeue outstanding
+  // deliveries at once, cancel consumers, release exclusive/auto-delete claims.
+  virtual void closed() = 0;
+};
+
+std::unique_ptr<channel> open_channel(std::shared_ptr<broker> b, connection_port& port,
+                                      std::uint16_t id);
+// The connection ended: exclusive queues it owned are deleted. Called once, after every
+// channel of the connection got closed().
+void connection_closed(broker& b, std::uint64_t connection_id);
+
+}  // namespace amqp::broker
