@@ -2,13 +2,41 @@ enable_testing()
 list(APPEND CMAKE_MODULE_PATH ${doctest_DIR})
 include(doctest)
 
+# doctest's main lives in one generated translation unit shared by every test binary, so a
+# test binary may have any number of *_test.cpp sources (defining
+# DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN on each source would define main once per source).
+set(_cloud_doctest_main ${CMAKE_BINARY_DIR}/cloud_doctest_main.cpp)
+file(WRITE ${_cloud_doctest_main}.in
+  "#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN\n#include <doctest/doctest.h>\n")
+configure_file(${_cloud_doctest_main}.in ${_cloud_doctest_main} COPYONLY)
+add_library(cloud_doctest_main OBJECT ${_cloud_doctest_main})
+target_link_libraries(cloud_doctest_main PUBLIC doctest::doctest)
+
 # cloud_unit_test(<name> SOURCES ... LIBS ...): one doctest binary per library, labelled
 # `unit` and the component, discovered test case by test case.
 function(cloud_unit_test name)
   cmake_parse_arguments(ARG "" "COMPONENT" "SOURCES;LIBS" ${ARGN})
-  add_executable(${name} ${ARG_SOURCES})
+  add_executable(${name} ${ARG_SOURCES} $<TARGET_OBJECTS:cloud_doctest_main>)
   target_link_libraries(${name} PRIVATE doctest::doctest ${ARG_LIBS})
-  target_compile_definitions(${name} PRIVATE DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN)
   cloud_warnings(${name})
   doctest_discover_tests(${name} ADD_LABELS 0 PROPERTIES LABELS "unit;${ARG_COMPONENT}")
+endfunction()
+
+# cloud_python_test(<name> <file.py> [LABELS ...] [TIMEOUT s] [ENV VAR=value ...]): an
+# integration test written with tests/support/cloudtest.py, run by /usr/bin/python3 against the
+# real `cloud` binary of this build. It lives here rather than in tests/support/ because
+# tests/ adds its subfolders alphabetically and tests/host comes before tests/support.
+get_filename_component(CLOUD_SOURCE_ROOT ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
+set(CLOUD_PYTHON /usr/bin/python3 CACHE FILEPATH "Debian's python3 (sees python3-pika)")
+function(cloud_python_test name file)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "LABELS;ENV" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  get_filename_component(_file ${file} ABSOLUTE)
+  add_test(NAME ${name} COMMAND ${CLOUD_PYTHON} -u ${_file})
+  set_tests_properties(${name} PROPERTIES
+    LABELS "integration;${ARG_LABELS}"
+    TIMEOUT ${ARG_TIMEOUT}
+    ENVIRONMENT "PYTHONPATH=${CLOUD_SOURCE_ROOT}/tests/support;PYTHONDONTWRITEBYTECODE=1;CLOUD_BIN=$<TARGET_FILE:cloud>;CLOUD_PLUGIN_DIR=${CLOUD_PLUGIN_OUTPUT_DIR};CLOUD_MANIFEST=${CMAKE_BINARY_DIR}/share/cloud/apps.json;CLOUD_SOURCE_DIR=${CLOUD_SOURCE_ROOT};NATS_SERVER=${NATS_SERVER_EXECUTABLE};${ARG_ENV}")
 endfunction()

@@ -9,8 +9,10 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "amqp/wire/codec.hpp"
 
@@ -26,14 +28,30 @@ struct settings {
   std::uint64_t max_body_size = 8 * 1024 * 1024;  // the bus's max payload: larger is 311 on the header
   std::string product = "cloud";
   std::string version;
+  // This replica's identity across restarts (RabbitMQ's node name), e.g.
+  // "<hostname>:<CLOUD_DATA_DIR>". Non-durable and exclusive queues/exchanges are marked with it
+  // in the bucket: a clean stop deletes this process's ones, and a restart of the same node
+  // deletes what a crash left behind (RabbitMQ drops them on node restart). Empty: a
+  // per-process name, so leftovers of a crash stay until deleted by hand.
+  std::string node_name;
+  // Where the broker reports what it cannot answer to a client (a failed background deletion,
+  // a malformed bucket entry). Empty: standard error.
+  std::function<void(std::string_view)> log_warning;
 };
 
 // Per-process broker state: the bus client, the topology mirror, exclusive-queue owners,
 // consumer counts. Shared by every connection of this process.
 class broker;
+// Blocking (call it from mount, not from an io thread): opens the bucket's watch and applies
+// its initial replay before returning (HIP-1326 §1), then removes the transient entries a
+// crash of this node left. Throws std::runtime_error naming the cause (mount fails closed).
 std::shared_ptr<broker> make_broker(boost::asio::io_context& io, std::shared_ptr<bus::client> bus,
                                     settings s);
 const settings& settings_of(const broker& b);
+// Blocking, idempotent, for the plugin's shutdown after the listener closed and before the
+// bus client closes: deletes the non-durable/exclusive queues and exchanges this process
+// declared (RabbitMQ drops them when its node stops) and stops the topology watch.
+void stop_broker(broker& b);
 
 // What a channel needs from its connection. Implemented by server::session; every call is
 // made on the connection's executor.

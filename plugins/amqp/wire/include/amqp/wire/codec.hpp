@@ -2,6 +2,19 @@
 // Encoding and decoding of method frames, content headers, bodies and heartbeats. Every
 // encoder appends one or more complete frames to `out`, so a delivery (method + header +
 // bodies) is built into one buffer and written as one unit.
+//
+// Notes on the implementation (no name or signature changed from the agreed API):
+// - Encoders cannot fail. A short string over 255 octets (only ever an over-long reply text;
+//   names are validated by their owners first) is cut at the last whole UTF-8 character.
+// - Every decoder error is 502 SYNTAX_ERROR with a sentence naming the method/property/field,
+//   except an unknown method (503 COMMAND_INVALID) and frame-level faults from parse_frame
+//   (501 FRAME_ERROR: size over frame-max, end octet, unknown type, a heartbeat that is not
+//   empty on channel 0). A content header shorter than 12 octets is 502.
+// - decode_table wants exactly one table: octets after its declared length are 502.
+// - encode_body: frame_max 0 (tune's "no limit") gives one frame per body; a value under
+//   min_frame_max is treated as min_frame_max.
+// - codec_impl.hpp also exposes the octet writers in amqp::wire::detail (put_u8/16/32/64,
+//   put_shortstr, put_longstr, begin_frame/end_frame) for code that builds frames by hand.
 #include <cstdint>
 #include <span>
 #include <string>

@@ -1,0 +1,60 @@
+#pragma once
+// `--name value` flags for the throughput clients, and the single result line bench/run reads.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace bench {
+
+class options {
+ public:
+  // Every flag takes a value; `defaults` lists the flags accepted and their default values.
+  options(int argc, char** argv, std::map<std::string, std::string> defaults) : values_(std::move(defaults)) {
+    for (int i = 1; i < argc; ++i) {
+      std::string_view flag = argv[i];
+      if (!flag.starts_with("--") || !values_.contains(std::string(flag.substr(2)))) {
+        throw std::invalid_argument("unknown flag '" + std::string(flag) + "'; flags are" + listing());
+      }
+      if (i + 1 == argc) throw std::invalid_argument("flag '" + std::string(flag) + "' needs a value");
+      values_[std::string(flag.substr(2))] = argv[++i];
+    }
+  }
+  const std::string& text(const std::string& name) const { return values_.at(name); }
+  std::uint64_t number(const std::string& name) const {
+    const std::string& v = text(name);
+    std::size_t used = 0;
+    unsigned long long n = 0;
+    try {
+      n = std::stoull(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != v.size() || v.empty() || n == 0) {
+      throw std::invalid_argument("--" + name + " '" + v + "' is not a positive whole number");
+    }
+    return n;
+  }
+
+ private:
+  std::string listing() const {
+    std::string all;
+    for (const auto& [name, value] : values_) all += " --" + name + " (" + value + ")";
+    return all;
+  }
+  std::map<std::string, std::string> values_;
+};
+
+using clock = std::chrono::steady_clock;
+
+// One line, parsed by bench/run: "rate=<msg/s> messages=<n> seconds=<s>".
+inline void report(std::uint64_t messages, clock::time_point start, clock::time_point end) {
+  double seconds = std::chrono::duration<double>(end - start).count();
+  std::printf("rate=%.0f messages=%llu seconds=%.3f\n", static_cast<double>(messages) / seconds,
+              static_cast<unsigned long long>(messages), seconds);
+}
+
+}  // namespace bench

@@ -1,0 +1,127 @@
+#pragma once
+// REQUEST(core): the exclusive-consumer registry (claim_consumer/release_consumer in
+//   consumer.cpp, a process-wide map keyed by broker) belongs in `broker` beside the consumer
+//   registry; and tests/amqp_messaging/publish_confirms_test.cpp belongs in broker/tests.
+// REQUEST(server/core): connection_port should expose the session's outbound back-pressure
+//   (e.g. `bool backlogged() const` and `void when_drained(std::function<void()>)`), so no-ack
+//   consumers pull only what the socket can take; today they pull one batch at a time.
+// The basic and confirm classes of one channel: publishing, consuming, getting, settling.
+//
+// Design (HIP-1326 §2.2, §3, §4, §4.1; DESIGN.md §5-§7)
+// -----------------------------------------------------
+// Threads. Everything here runs on the connection's executor (channel_context::executor()).
+// The bus calls back through bus::client, which posts to that executor; nothing here blocks
+// and nothing here waits for the bus between two methods of the channel.
+//
+// Publishing (publish.cpp). Checks in RabbitMQ's order: `immediate` (540), the exchange exists
+// (404; the bucket is asked on a mirror miss), it is not internal (403), the key is literal
+// (406, routing::publish_subject). A mandatory publish nothing is bound to
+// (topology::routable, an index lookup) is answered by basic.return 312 with the original
+// properties and body and stored nowhere. Everything else goes to `amqp.<exchange>.<key>`,
+// body verbatim, property octets base64 in `Amqp-Props`, and the channel moves on at once
+// (pipelined). Under confirm mode each publish takes the next sequence number and
+// publish_confirms decides which basic.ack/nack frames the bus's answers allow: confirms
+// are sent from the low watermark up, coalesced with `multiple` only over runs of equal
+// outcome, so a client never has a sequence confirmed the wrong way. A bus refusal is a nack
+// under confirms; without confirms it is a 541 channel exception, because a publisher that
+// asked for no confirmation still must not believe a dropped message was stored.
+//
+// Consuming (consumer.hpp). One bus puller per AMQP consumer on the queue's durable, so
+// competing consumers split the queue. A consumer keeps at most one pull request outstanding,
+// sized by its credit: credit = min(per-consumer prefetch, channel-global prefetch) minus what
+// is in flight or already asked for, so prefetch is a true in-flight bound and never a mere
+// fetch size. A request that expires is re-armed; a settled delivery releases credit and
+// re-arms. no-ack consumers are unbounded by prefetch but pull a fixed batch at a time and
+// re-arm only once the batch is written, so the adaptor buffers at most one batch per
+// consumer. On nats-server 2.9 a queue's durable reads the narrowest single cover of its
+// filters, so each delivery is matched against the queue's exact filters from the mirror;
+// one matching none is acked on the bus and never shown to the client.
+//
+// Delivering (delivery.hpp). exchange/key come from the subject; redelivered = delivered > 1
+// and then `x-delivery-count` = delivered - 1 is added to the headers table (first
+// deliveries pass the publisher's octets verbatim). Method + header + body frames are one
+// send; delivery tags are allocated per channel from 1 at the moment the delivery is handed
+// to the connection, which writes in call order: tags reach the socket in allocation order.
+//
+// Settling. ack → bus ack; reject/nack requeue → nak; requeue=false → term. `multiple`
+// covers every outstanding tag <= N (0 = all), an empty multiple is fine; a single unknown tag
+// is 406 "unknown delivery tag N" and the channel closes (RabbitMQ). basic.recover, with
+// either requeue value, naks everything outstanding (the bus redelivers to whichever consumer
+// pulls next: there is no way to pin a message to its former consumer) and answers
+// recover-ok; recover-async is 540 with its remedy.
+//
+// Closing. closed() naks every outstanding delivery at once (never left to the five-minute
+// ack wait), detaches every puller and removes every consumer from the broker's registry
+// (auto-delete happens there). A puller with a request still outstanding on the server is
+// kept draining until that request ends: whatever it still receives is nak'ed, not dropped.
+//
+// Decisions where RabbitMQ and the reference differ:
+// - A duplicate consumer tag on a channel is RabbitMQ's connection-level 530 NOT_ALLOWED
+//   ("attempt to reuse consumer tag"), not the reference's channel-level 530.
+// - The exclusive-consumer flag is honoured within this process (403 ACCESS_REFUSED when the
+//   queue has another consumer, or when an exclusive consumer holds it), as RabbitMQ; like
+//   exclusive queues (HIP-1326 §6) it is not a guarantee across replicas.
+// - An unknown tag on nack/reject reports nack/reject, not basic.ack (the reference's bug).
+// - basic.get waits for this channel's publishes still on their way to the bus before it
+//   pulls, so publish-then-get on one channel sees the message, as on RabbitMQ; the pull
+//   itself is bounded (get_wait) and answers get-empty when nothing arrives.
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "channel_context.hpp"
+#include "consumer.hpp"
+#include "publish_confirms.hpp"
+
+namespace amqp::broker {
+
+// How long basic.get waits on the bus for a message before answering get-empty.
+inline constexpr std::chrono::milliseconds get_wait{300};
+
+class get_request;  // basic.cpp: one basic.get in progress
+
+// A delivery the client has not settled yet.
+struct outstanding_delivery {
+  std::string reply;                   // the bus's ack subject
+  std::shared_ptr<consumer> owner;     // null for basic.get: no credit to release
+};
+
+// The channel's basic/confirm state. basic_class::state (private to the core's class) is this
+// type, so the helpers in consumer.cpp and publish.cpp can name it.
+struct basic_state {
+  explicit basic_state(channel_context& c) : ctx(c) {}
+
+  channel_context& ctx;
+  std::weak_ptr<channel_context> weak_ctx() { return ctx.weak_from_this(); }
+
+  // ---- consuming
+  std::map<std::string, std::shared_ptr<consumer>> consumers;  // by consumer tag
+  std::uint16_t prefetch_count = 0;   // per consumer, for consumers created after basic.qos
+  std::shared_ptr<credit_pool> global = std::make_shared<credit_pool>();  // channel-wide
+  std::uint64_t next_tag = 0;         // the last delivery tag allocated
+  std::map<std::uint64_t, outstanding_delivery> outstanding;
+  std::shared_ptr<get_request> get;  // the basic.get in progress, if any
+
+  // ---- publishing
+  publish_confirms confirms;
+  std::uint64_t publishes_in_flight = 0;           // handed to the bus, not yet answered
+  std::deque<std::function<void()>> after_publishes;  // work waiting for in-flight == 0
+  bool closed = false;
+};
+
+struct basic_class::state : basic_state {
+  using basic_state::basic_state;
+};
+
+// Re-arms every consumer's pulls (credit was released, possibly channel-wide).
+void pump_consumers(basic_state& s);
+// Hands a bus delivery to the client: allocates the tag, records it outstanding unless
+// no-ack, writes method + header + bodies as one unit. Returns the tag.
+std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_ack,
+                      const std::shared_ptr<consumer>& owner, bus::delivery d);
+
+}  // namespace amqp::broker

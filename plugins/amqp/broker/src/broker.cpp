@@ -1,0 +1,323 @@
+// Per-process broker state: the topology mirror and its watch, exclusive owners, the live
+// consumer registry, and queue deletion.
+//
+// Exclusive queues across replicas (HIP-1326 §6): the owning connection is known only to the
+// process that holds its socket, but the queue's bucket value says `exclusive`. So a replica
+// that finds an exclusive queue with no owner among its own connections refuses it (405):
+// the owner is a connection of another replica, or gone. Exclusivity therefore holds across
+// replicas; what stays per-process is the consumer count (declare-ok, if-unused, auto-delete),
+// a lower bound with several replicas.
+//
+// Non-durable and exclusive entries carry the declaring node's name (topology_store.hpp).
+// stop() deletes this process's ones and a restarted node deletes what a crash of its
+// previous incarnation left: RabbitMQ's "transient queues do not survive their node".
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+
+#include "amqp/routing/filters.hpp"
+#include "channel_context.hpp"
+#include "topology_store.hpp"
+
+namespace amqp::broker {
+namespace {
+
+std::string process_node_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  std::random_device rd;
+  return std::string(host) + "/pid-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
+}
+
+}  // namespace
+
+broker::broker(boost::asio::io_context& io, std::shared_ptr<bus::client> bus, settings s)
+    : io_(io),
+      bus_(std::move(bus)),
+      settings_(std::move(s)),
+      node_(settings_.node_name.empty() ? process_node_name() : settings_.node_name),
+      mirror_strand_(boost::asio::make_strand(io)) {}
+
+broker::~broker() { watch_.stop(); }
+
+void broker::warn(std::string_view text) const {
+  if (settings_.log_warning) {
+    settings_.log_warning(text);
+  } else {
+    std::fprintf(stderr, "amqp broker: %.*s\n", static_cast<int>(text.size()), text.data());
+  }
+}
+
+// ---- the mirror
+
+bus::consumer_filters broker::filters_of(const std::string& queue) const {
+  bus::consumer_filters filters;
+  filters.exact = read_topology([&](const routing::topology& t) { return t.queue_filters(queue); });
+  filters.cover = routing::covering_filter(filters.exact);
+  return filters;
+}
+
+void broker::apply_entry(const std::string& key, const std::optional<std::string>& value,
+                         std::uint64_t revision) {
+  std::unique_lock lock(topology_mutex_);
+  apply_locked(key, value, revision);
+}
+
+bool broker::apply_locked(const std::string& key, const std::optional<std::string>& value,
+                          std::uint64_t revision) {
+  // The watch may trail this process's own writes: an older revision must not undo them.
+  auto& known = revisions_[key];
+  if (revision != 0 && revision <= known) return false;
+  if (revision != 0) known = revision;
+  auto parsed = routing::parse_bucket_key(key);
+  bool existed = false;
+  if (parsed) {
+    existed = parsed->what == routing::bucket_key::kind::queue
+                  ? topology_.find_queue(parsed->name) != nullptr
+                  : topology_.find_exchange(parsed->name) != nullptr;
+  }
+  std::optional<std::string_view> json;
+  if (value) json = *value;
+  if (auto refused = topology_.apply(key, json)) {
+    pending_warnings_.push_back("bucket entry " + key + " ignored: " + refused->text);
+    return false;
+  }
+  return value.has_value() || existed;
+}
+
+void broker::on_watch_change(const std::string& key, const std::optional<std::string>& value,
+                             std::uint64_t revision, bool replay) {
+  bool changed = false;
+  std::vector<std::string> warnings;
+  {
+    std::unique_lock lock(topology_mutex_);
+    changed = apply_locked(key, value, revision);
+    warnings.swap(pending_warnings_);
+  }
+  for (const auto& w : warnings) warn(w);
+  if (replay) {
+    if (value && !store::node_of(*value).empty() && store::node_of(*value) == node_) {
+      leftovers_.push_back(key);
+    }
+    return;
+  }
+  // Another replica deleted a queue: this process's consumers on it are told, as RabbitMQ
+  // tells a consumer whose queue went (consumer_cancel_notify).
+  auto parsed = routing::parse_bucket_key(key);
+  if (changed && !value && parsed && parsed->what == routing::bucket_key::kind::queue) {
+    std::vector<std::weak_ptr<channel_context>> channels;
+    {
+      std::lock_guard lock(owners_mutex_);
+      exclusive_owners_.erase(parsed->name);
+      channels = take_consumers_locked(parsed->name);
+    }
+    notify_deleted(parsed->name, std::move(channels));
+  }
+}
+
+void broker::open() {
+  // Set while watch_topology replays on this thread; later changes arrive on the strand.
+  auto replaying = std::make_shared<std::atomic<bool>>(true);
+  std::weak_ptr<broker> weak = weak_from_this();
+  auto watch = bus_->watch_topology(
+      mirror_strand_, [weak, replaying](std::string key, std::optional<std::string> value,
+                                        std::uint64_t revision) {
+        if (auto self = weak.lock()) self->on_watch_change(key, value, revision, replaying->load());
+      });
+  replaying->store(false);
+  if (!watch) throw std::runtime_error("topology watch on bucket amqp: " + watch.error().text);
+  watch_ = std::move(*watch);
+  sweep_leftovers();
+}
+
+void broker::sweep_leftovers() {
+  // A previous incarnation of this node crashed with transient entries: they end now.
+  for (const auto& key : leftovers_) {
+    if (auto parsed = routing::parse_bucket_key(key); parsed && parsed->what == routing::bucket_key::kind::queue) {
+      forget_queue(parsed->name);
+    } else if (parsed) {
+      write_topology([&](routing::topology& t) { return t.erase_exchange(parsed->name); });
+    }
+    if (auto failed = store::remove_entry(*this, key)) {
+      throw std::runtime_error("removing " + key + " left by this node's previous run: " + failed->text);
+    }
+  }
+  leftovers_.clear();
+}
+
+void broker::stop() {
+  std::set<std::string> keys;
+  {
+    std::lock_guard lock(owners_mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+    keys.swap(transient_);
+  }
+  for (const auto& key : keys) {
+    // Only what still carries this node's mark: another replica may have re-declared it.
+    auto current = bus_->kv_get(key);
+    if (!current || store::node_of(current->value) != node_) continue;
+    if (auto failed = store::remove_entry(*this, key)) warn("stop: removing " + key + ": " + failed->text);
+  }
+  watch_.stop();
+}
+
+void broker::remember_transient(const std::string& bucket_key) {
+  std::lock_guard lock(owners_mutex_);
+  transient_.insert(bucket_key);
+}
+
+// ---- exclusive queues
+
+std::optional<std::uint64_t> broker::exclusive_owner(const std::string& queue) const {
+  std::lock_guard lock(owners_mutex_);
+  auto it = exclusive_owners_.find(queue);
+  if (it == exclusive_owners_.end()) return std::nullopt;
+  return it->second;
+}
+
+void broker::claim_exclusive(const std::string& queue, std::uint64_t connection_id) {
+  std::lock_guard lock(owners_mutex_);
+  exclusive_owners_[queue] = connection_id;
+}
+
+void broker::forget_exclusive_claim(const std::string& queue) {
+  std::lock_guard lock(owners_mutex_);
+  exclusive_owners_.erase(queue);
+}
+
+std::vector<std::string> broker::exclusive_queues_of(std::uint64_t connection_id) const {
+  std::lock_guard lock(owners_mutex_);
+  std::vector<std::string> queues;
+  for (const auto& [queue, owner] : exclusive_owners_) {
+    if (owner == connection_id) queues.push_back(queue);
+  }
+  return queues;
+}
+
+bool broker::may_use(const std::string& queue, std::uint64_t connection_id,
+                     std::string& sentence) const {
+  bool exclusive = read_topology([&](const routing::topology& t) {
+    const auto* def = t.find_queue(queue);
+    return def != nullptr && def->exclusive;
+  });
+  auto owner = exclusive_owner(queue);
+  if (!owner && !exclusive) return true;
+  if (owner && *owner == connection_id) return true;
+  sentence = "cannot obtain exclusive access to locked queue '" + queue +
+             "' in vhost '/': it is exclusive to the connection that declared it; use it from "
+             "that connection, or declare a queue of your own";
+  return false;
+}
+
+// ---- live consumers
+
+void broker::add_consumer(const std::string& queue, const std::shared_ptr<channel_context>& channel,
+                          const std::string& consumer_tag) {
+  std::lock_guard lock(owners_mutex_);
+  consumers_[queue].push_back(consumer_ref{channel, channel.get(), consumer_tag});
+}
+
+void broker::remove_consumer(const std::string& queue, const channel_context& channel,
+                             const std::string& consumer_tag) {
+  bool last = false;
+  {
+    std::lock_guard lock(owners_mutex_);
+    auto it = consumers_.find(queue);
+    if (it == consumers_.end()) return;
+    auto& refs = it->second;
+    auto before = refs.size();
+    std::erase_if(refs, [&](const consumer_ref& r) { return r.key == &channel && r.tag == consumer_tag; });
+    if (refs.size() == before) return;
+    if (refs.empty()) {
+      consumers_.erase(it);
+      last = true;
+    }
+  }
+  if (!last) return;
+  bool auto_delete = read_topology([&](const routing::topology& t) {
+    const auto* def = t.find_queue(queue);
+    return def != nullptr && def->auto_delete;
+  });
+  if (auto_delete) delete_queue(queue);
+}
+
+std::uint32_t broker::consumer_count(const std::string& queue) const {
+  std::lock_guard lock(owners_mutex_);
+  auto it = consumers_.find(queue);
+  return it == consumers_.end() ? 0 : static_cast<std::uint32_t>(it->second.size());
+}
+
+std::vector<std::weak_ptr<channel_context>> broker::take_consumers_locked(const std::string& queue) {
+  std::vector<std::weak_ptr<channel_context>> channels;
+  auto it = consumers_.find(queue);
+  if (it == consumers_.end()) return channels;
+  for (auto& ref : it->second) {
+    bool seen = std::any_of(channels.begin(), channels.end(), [&](const auto& w) {
+      return !w.owner_before(ref.channel) && !ref.channel.owner_before(w);
+    });
+    if (!seen) channels.push_back(ref.channel);
+  }
+  consumers_.erase(it);
+  return channels;
+}
+
+void broker::notify_deleted(const std::string& queue,
+                            std::vector<std::weak_ptr<channel_context>> channels) {
+  for (auto& weak : channels) {
+    auto channel = weak.lock();
+    if (!channel) continue;
+    auto exec = channel->executor();
+    boost::asio::post(exec, [channel = std::move(channel), queue] {
+      if (channel->is_open()) channel->basic().queue_deleted(queue);
+    });
+  }
+}
+
+// ---- deleting queues
+
+void broker::forget_queue(const std::string& queue) {
+  write_topology([&](routing::topology& t) { return t.erase_queue(queue); });
+  std::vector<std::weak_ptr<channel_context>> channels;
+  {
+    std::lock_guard lock(owners_mutex_);
+    exclusive_owners_.erase(queue);
+    transient_.erase(routing::queue_key(queue));
+    channels = take_consumers_locked(queue);
+  }
+  notify_deleted(queue, std::move(channels));
+}
+
+void broker::delete_queue(const std::string& queue) {
+  forget_queue(queue);
+  boost::asio::post(bus_executor(), [self = shared_from_this(), queue]() mutable {
+    if (auto failed = store::remove_entry(*self, routing::queue_key(queue))) {
+      self->warn("deleting queue '" + queue + "': " + failed->text);
+    }
+    // Not on a bus thread: the broker's last reference may be this one.
+    auto& io = self->io_;
+    boost::asio::post(io, [self = std::move(self)] {});
+  });
+}
+
+// ---- the seam (broker.hpp)
+
+std::shared_ptr<broker> make_broker(boost::asio::io_context& io, std::shared_ptr<bus::client> bus,
+                                    settings s) {
+  auto b = std::make_shared<broker>(io, std::move(bus), std::move(s));
+  b->open();
+  return b;
+}
+
+const settings& settings_of(const broker& b) { return b.config(); }
+
+void stop_broker(broker& b) { b.stop(); }
+
+void connection_closed(broker& b, std::uint64_t connection_id) {
+  for (const auto& queue : b.exclusive_queues_of(connection_id)) b.delete_queue(queue);
+}
+
+}  // namespace amqp::broker

@@ -1,0 +1,193 @@
+// The channel core: keeps a channel's methods in arrival order and hands each to its class's
+// handler. A method whose work is asynchronous holds the later ones until it finished, so a
+// client sees answers in the order it asked (basic.qos-ok after an earlier basic.ack took
+// effect; queue.bind after the queue.declare it depends on).
+#include <deque>
+#include <variant>
+
+#include "channel_context.hpp"
+#include "handlers.hpp"
+
+namespace amqp::broker {
+namespace {
+
+struct publish_item {
+  wire::basic_publish method;
+  std::string property_octets;
+  std::string body;
+};
+using pending_item = std::variant<wire::method, publish_item>;
+
+// std::visit target: one overload per method a client may send on an open channel.
+struct dispatcher {
+  channel_context& ctx;
+
+  void operator()(wire::exchange_declare& m) { on_exchange_declare(ctx, std::move(m)); }
+  void operator()(wire::exchange_delete_& m) { on_exchange_delete(ctx, std::move(m)); }
+  void operator()(wire::exchange_bind&) { refuse_exchange_binding(ctx, wire::exchange_bind::key); }
+  void operator()(wire::exchange_unbind&) { refuse_exchange_binding(ctx, wire::exchange_unbind::key); }
+
+  void operator()(wire::queue_declare& m) { on_queue_declare(ctx, std::move(m)); }
+  void operator()(wire::queue_bind& m) { on_queue_bind(ctx, std::move(m)); }
+  void operator()(wire::queue_unbind& m) { on_queue_unbind(ctx, std::move(m)); }
+  void operator()(wire::queue_purge& m) { on_queue_purge(ctx, std::move(m)); }
+  void operator()(wire::queue_delete_& m) { on_queue_delete(ctx, std::move(m)); }
+
+  void operator()(wire::basic_qos& m) { ctx.basic().on_method(std::move(m)); }
+  void operator()(wire::basic_consume& m) { ctx.basic().on_method(std::move(m)); }
+  void operator()(wire::basic_cancel& m) { ctx.basic().on_method(std::move(m)); }
+  void operator()(wire::basic_get& m) { ctx.basic().on_method(std::move(m)); }
+  void operator()(wire::basic_ack& m) { ctx.basic().on_method(std::move(m)); }
+  void operator()(wire::basic_reject& m) { ctx.basic().on_method(std::move(m)); }
+  void operator()(wire::basic_nack& m) { ctx.basic().on_method(std::move(m)); }
+  void operator()(wire::basic_recover& m) { ctx.basic().on_method(std::move(m)); }
+  void operator()(wire::basic_recover_async& m) { ctx.basic().on_method(std::move(m)); }
+
+  void operator()(wire::channel_flow& m) { on_channel_flow(ctx, std::move(m)); }
+  void operator()(wire::confirm_select& m) { on_confirm_select(ctx, std::move(m)); }
+
+  void operator()(wire::tx_select&) { refuse_transactions(ctx, wire::tx_select::key); }
+  void operator()(wire::tx_commit&) { refuse_transactions(ctx, wire::tx_commit::key); }
+  void operator()(wire::tx_rollback&) { refuse_transactions(ctx, wire::tx_rollback::key); }
+
+  // Server-to-client methods, connection methods, and channel.open/close (the session's).
+  template <class M>
+  void operator()(M&) { refuse_unexpected(ctx, M::key); }
+  void operator()(std::monostate&) { refuse_unexpected(ctx, wire::method_key{}); }
+};
+
+class channel_impl final : public channel {
+ public:
+  channel_impl(std::shared_ptr<broker> b, connection_port& port, std::uint16_t id)
+      : ctx_(std::make_shared<channel_context>(std::move(b), port, id)) {
+    // ctx_ may outlive this object (bus work in flight), but finish() is a no-op once the
+    // channel is closed, and both run on the connection's executor.
+    ctx_->on_finish = [this] {
+      busy_ = false;
+      pump();
+    };
+  }
+
+  ~channel_impl() override {
+    closed();
+    ctx_->on_finish = nullptr;
+  }
+
+  void on_method(wire::method m) override {
+    pending_.emplace_back(std::in_place_index<0>, std::move(m));
+    pump();
+  }
+
+  void on_publish(wire::basic_publish m, std::string property_octets, std::string body) override {
+    pending_.emplace_back(std::in_place_index<1>,
+                          publish_item{std::move(m), std::move(property_octets), std::move(body)});
+    pump();
+  }
+
+  void closed() override {
+    if (closed_) return;
+    closed_ = true;
+    ctx_->mark_closed();
+    pending_.clear();
+    ctx_->basic().closed();
+  }
+
+ private:
+  // Runs queued items until one is still working. finish() called from inside a handler
+  // only clears busy_, and the loop continues: no recursion however many methods arrive.
+  void pump() {
+    if (pumping_) return;
+    pumping_ = true;
+    while (!busy_ && !pending_.empty() && ctx_->is_open()) {
+      pending_item item = std::move(pending_.front());
+      pending_.pop_front();
+      busy_ = true;
+      dispatch(item);
+    }
+    pumping_ = false;
+  }
+
+  void dispatch(pending_item& item) {
+    try {
+      if (auto* m = std::get_if<wire::method>(&item)) {
+        std::visit(dispatcher{*ctx_}, *m);
+      } else {
+        auto& p = std::get<publish_item>(item);
+        ctx_->basic().on_publish(std::move(p.method), std::move(p.property_octets),
+                                 std::move(p.body));
+      }
+    } catch (const std::exception& e) {
+      // A bug or exhaustion, never bad input: the connection cannot be trusted any more.
+      ctx_->fail_connection(wire::reply_code::internal_error,
+                            std::string("the broker failed while handling a method: ") + e.what(),
+                            key_of(item));
+    }
+  }
+
+  static wire::method_key key_of(const pending_item& item) {
+    if (const auto* m = std::get_if<wire::method>(&item)) {
+      return std::holds_alternative<std::monostate>(*m) ? wire::method_key{} : wire::info_of(*m).key;
+    }
+    return wire::basic_publish::key;
+  }
+
+  std::shared_ptr<channel_context> ctx_;
+  std::deque<pending_item> pending_;
+  bool busy_ = false;
+  bool pumping_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+// ---- channel_context
+
+channel_context::channel_context(std::shared_ptr<broker> b, connection_port& port, std::uint16_t id)
+    : broker_(std::move(b)),
+      port_(port),
+      id_(id),
+      connection_id_(port.connection_id()),
+      frame_max_(port.frame_max()),
+      executor_(port.executor()) {
+  basic_ = std::make_unique<basic_class>(*this);
+}
+
+channel_context::~channel_context() = default;
+
+void channel_context::send(std::string frames) {
+  if (open_) port_.send(std::move(frames));
+}
+
+void channel_context::fail(wire::reply_code code, std::string_view sentence,
+                           wire::method_key offending) {
+  if (!open_) return;
+  open_ = false;  // nothing more goes out on this channel but the session's channel.close
+  port_.close_channel(id_, code, wire::reply_text(code, sentence), offending);
+}
+
+void channel_context::fail_connection(wire::reply_code code, std::string_view sentence,
+                                      wire::method_key offending) {
+  if (!open_) return;
+  open_ = false;
+  port_.close_connection(code, wire::reply_text(code, sentence), offending);
+}
+
+void channel_context::finish() {
+  if (open_ && on_finish) on_finish();
+}
+
+std::optional<std::string> channel_context::resolve_queue(const std::string& name,
+                                                          wire::method_key during) {
+  if (!name.empty()) return name;
+  if (!last_queue.empty()) return last_queue;
+  fail(wire::reply_code::not_found,
+       "no previously declared queue on this channel; name the queue, or declare one first", during);
+  return std::nullopt;
+}
+
+std::unique_ptr<channel> open_channel(std::shared_ptr<broker> b, connection_port& port,
+                                      std::uint16_t id) {
+  return std::make_unique<channel_impl>(std::move(b), port, id);
+}
+
+}  // namespace amqp::broker

@@ -1,0 +1,203 @@
+#include "consumer.hpp"
+
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "basic.hpp"
+#include "delivery.hpp"
+
+namespace amqp::broker {
+
+// ---- pull_source ------------------------------------------------------------------------
+
+std::shared_ptr<pull_source> pull_source::open(std::shared_ptr<broker> b, const std::string& queue,
+                                               const boost::asio::any_io_executor& ex, sink* s) {
+  std::shared_ptr<pull_source> self(new pull_source(b, s));
+  // The callbacks keep the source alive until the puller stops (after a drain): a message
+  // the server sends for a request we made must find someone to nak it.
+  self->puller_ = b->bus().make_puller(
+      queue, ex, [self](bus::delivery d) { self->on_delivery(std::move(d)); },
+      [self](bus::pull_event e) { self->on_event(e); });
+  return self;
+}
+
+void pull_source::request(std::uint32_t batch, std::chrono::milliseconds expires) {
+  if (!sink_ || asked_ != 0 || batch == 0) return;
+  asked_ = batch;
+  puller_->request(batch, expires);
+}
+
+void pull_source::detach() {
+  sink_ = nullptr;
+  if (asked_ == 0) stop_puller();
+}
+
+void pull_source::stop_puller() {
+  if (!puller_) return;
+  auto p = std::move(puller_);
+  p->stop();  // releases the callbacks, and with them this object's self-references
+}
+
+void pull_source::on_delivery(bus::delivery d) {
+  if (asked_ > 0) --asked_;
+  if (!sink_) {
+    broker_->bus().nak(d.reply);  // nobody to deliver to: back to the queue at once
+    if (asked_ == 0) stop_puller();
+    return;
+  }
+  auto keep = shared_from_this();  // the sink may detach us inside on_message
+  sink_->on_message(std::move(d));
+  if (asked_ == 0 && sink_) sink_->on_request_end(nullptr, 0);
+}
+
+void pull_source::on_event(const bus::pull_event& e) {
+  const std::uint32_t unfilled = asked_;
+  asked_ = 0;
+  if (!sink_) {
+    stop_puller();
+    return;
+  }
+  sink_->on_request_end(&e, unfilled);
+}
+
+// ---- consumer ---------------------------------------------------------------------------
+
+consumer::consumer(basic_state& channel, options o)
+    : channel_(&channel),
+      options_(std::move(o)),
+      broker_(channel.ctx.state_ptr()),
+      global_(channel.global),
+      retry_(channel.ctx.executor()) {
+  own_.limit = options_.prefetch;
+}
+
+consumer::~consumer() { stop(); }
+
+void consumer::start() {
+  source_ = pull_source::open(broker_, options_.queue, channel_->ctx.executor(), this);
+  pump();
+}
+
+std::uint32_t consumer::credit() const {
+  if (options_.no_ack) return no_ack_pull_batch;
+  std::uint32_t n = own_.available(max_pull_batch);
+  // A channel-wide bound is shared: ask for a fair share, so an idle queue's open request
+  // does not hold all of the channel's credit while another queue has messages waiting.
+  if (global_->limit != 0) {
+    std::uint32_t bounded = 0;
+    for (const auto& [tag, c] : channel_->consumers) bounded += c->no_ack() ? 0 : 1;
+    const std::uint32_t share = std::max<std::uint32_t>(1, global_->limit / std::max<std::uint32_t>(1, bounded));
+    n = std::min({n, global_->available(max_pull_batch), share});
+  }
+  return n;
+}
+
+void consumer::pump() {
+  if (!channel_ || !source_ || !source_->idle() || retry_armed_) return;
+  const std::uint32_t n = credit();
+  if (n == 0) return;
+  if (!options_.no_ack) {
+    own_.take(n);
+    global_->take(n);
+  }
+  source_->request(n, pull_expires);
+}
+
+void consumer::give(std::uint32_t n) {
+  if (options_.no_ack || n == 0) return;
+  own_.give(n);
+  global_->give(n);
+}
+
+void consumer::release() { give(1); }
+
+void consumer::stop() {
+  if (!channel_) return;
+  channel_ = nullptr;
+  retry_.cancel();
+  if (source_) source_->detach();
+  source_.reset();
+}
+
+void consumer::on_message(bus::delivery d) {
+  if (!channel_) return;
+  if (!delivers_to(*broker_, options_.queue, d.subject)) {
+    // 2.9's single covering filter brought a message this queue is not bound to (DESIGN §5).
+    broker_->bus().ack(d.reply);
+    give(1);
+    return;
+  }
+  auto self = shared_from_this();
+  deliver(*channel_, options_.tag, options_.no_ack, options_.no_ack ? nullptr : self, std::move(d));
+}
+
+void consumer::on_request_end(const bus::pull_event* why, std::uint32_t unfilled) {
+  if (!channel_) return;
+  give(unfilled);
+  if (why && why->status != bus::pull_status::request_expired &&
+      why->status != bus::pull_status::no_messages) {
+    // The consumer is being recreated, the server is busy, or the bus is away: try again
+    // shortly rather than spin. A deleted queue is announced separately (queue_deleted).
+    retry_later();
+    return;
+  }
+  pump_consumers(*channel_);
+}
+
+void consumer::retry_later() {
+  retry_armed_ = true;
+  retry_.expires_after(pull_retry_delay);
+  retry_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (!self || ec) return;
+    self->retry_armed_ = false;
+    self->pump();
+  });
+}
+
+// ---- exclusive consumers ----------------------------------------------------------------
+
+namespace {
+
+struct exclusive_registry {
+  std::mutex mutex;
+  std::set<std::pair<const broker*, std::string>> held;  // queues an exclusive consumer holds
+};
+
+exclusive_registry& registry() {
+  static exclusive_registry r;
+  return r;
+}
+
+}  // namespace
+
+bool claim_consumer(broker& b, const std::string& queue, bool exclusive, std::string& sentence) {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  if (r.held.contains({&b, queue})) {
+    sentence = "queue '" + queue +
+               "' in vhost '/' in exclusive use by another consumer; consume it without the "
+               "exclusive flag once that consumer is cancelled";
+    return false;
+  }
+  if (exclusive) {
+    if (b.consumer_count(queue) > 0) {
+      sentence = "cannot obtain exclusive access to queue '" + queue +
+                 "' in vhost '/': it has other consumers; cancel them first or consume without "
+                 "the exclusive flag";
+      return false;
+    }
+    r.held.emplace(&b, queue);
+  }
+  return true;
+}
+
+void release_consumer(broker& b, const std::string& queue, bool exclusive) {
+  if (!exclusive) return;
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.held.erase({&b, queue});
+}
+
+}  // namespace amqp::broker

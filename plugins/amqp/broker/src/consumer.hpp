@@ -1,0 +1,124 @@
+#pragma once
+// Consumers: what pulls a queue's messages from the bus for one channel, bounded by credit.
+//
+// pull_source wraps one bus puller with the bookkeeping the bus leaves to us: how many messages
+// the one outstanding request may still bring, and a drain when its user goes away while the
+// request is still open on the server (what arrives then is nak'ed, never dropped).
+// consumer is an AMQP consumer (basic.consume) built on a pull_source and credit pools.
+#include <utility>  // before Asio: see platform-notes
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "amqp/bus/client.hpp"
+
+namespace amqp::broker {
+
+class broker;
+struct basic_state;
+
+// An in-flight bound: `used` counts deliveries not yet settled plus messages asked for and
+// not yet arrived. limit 0 = unbounded.
+struct credit_pool {
+  std::uint32_t limit = 0;
+  std::uint32_t used = 0;
+  std::uint32_t available(std::uint32_t cap) const {
+    if (limit == 0) return cap;
+    return used >= limit ? 0 : std::min(cap, limit - used);
+  }
+  void take(std::uint32_t n) { used += n; }
+  void give(std::uint32_t n) { used = n > used ? 0 : used - n; }
+};
+
+class pull_source : public std::enable_shared_from_this<pull_source> {
+ public:
+  class sink {
+   public:
+    virtual ~sink() = default;
+    virtual void on_message(bus::delivery d) = 0;
+    // The outstanding request ended; `unfilled` of the messages it asked for will not come.
+    // `why` is null when the request delivered its whole batch.
+    virtual void on_request_end(const bus::pull_event* why, std::uint32_t unfilled) = 0;
+  };
+
+  static std::shared_ptr<pull_source> open(std::shared_ptr<broker> b, const std::string& queue,
+                                           const boost::asio::any_io_executor& ex, sink* s);
+  bool idle() const { return asked_ == 0; }
+  // One request at a time (the bus does not say which request a status belongs to).
+  void request(std::uint32_t batch, std::chrono::milliseconds expires);
+  // The sink is going away: from now on arrivals are nak'ed, and the puller stops once the
+  // outstanding request ended.
+  void detach();
+
+ private:
+  pull_source(std::shared_ptr<broker> b, sink* s) : broker_(std::move(b)), sink_(s) {}
+  void on_delivery(bus::delivery d);
+  void on_event(const bus::pull_event& e);
+  void stop_puller();
+
+  std::shared_ptr<broker> broker_;
+  std::shared_ptr<bus::puller> puller_;
+  sink* sink_;
+  std::uint32_t asked_ = 0;  // messages the outstanding request may still bring
+};
+
+// How a consumer's pulls are sized and how long one waits on the server.
+inline constexpr std::uint32_t max_pull_batch = 256;
+inline constexpr std::uint32_t no_ack_pull_batch = 64;
+inline constexpr std::chrono::milliseconds pull_expires{5000};
+inline constexpr std::chrono::milliseconds pull_retry_delay{1000};  // after a bus error
+
+class consumer final : public pull_source::sink, public std::enable_shared_from_this<consumer> {
+ public:
+  struct options {
+    std::string tag;
+    std::string queue;
+    bool no_ack = false;
+    bool exclusive = false;
+    std::uint16_t prefetch = 0;  // the channel's per-consumer prefetch when it was created
+  };
+  consumer(basic_state& channel, options o);
+  ~consumer() override;
+
+  const std::string& tag() const { return options_.tag; }
+  const std::string& queue() const { return options_.queue; }
+  bool no_ack() const { return options_.no_ack; }
+  bool exclusive() const { return options_.exclusive; }
+
+  void start();
+  // Asks the bus for as many messages as credit allows, unless a request is outstanding.
+  void pump();
+  // One of its deliveries was settled (or requeued): its credit is free again.
+  void release();
+  // Detached from the channel: no more deliveries; the source drains.
+  void stop();
+
+  void on_message(bus::delivery d) override;
+  void on_request_end(const bus::pull_event* why, std::uint32_t unfilled) override;
+
+ private:
+  std::uint32_t credit() const;
+  void give(std::uint32_t n);
+  void retry_later();
+
+  basic_state* channel_;  // null once stopped
+  options options_;
+  std::shared_ptr<broker> broker_;
+  credit_pool own_;
+  std::shared_ptr<credit_pool> global_;
+  std::shared_ptr<pull_source> source_;
+  boost::asio::steady_timer retry_;
+  bool retry_armed_ = false;
+};
+
+// Exclusive consumers (basic.consume exclusive=true), per process like exclusive queues
+// (HIP-1326 §6). claim returns false with the 403 sentence when the consumer may not start.
+bool claim_consumer(broker& b, const std::string& queue, bool exclusive, std::string& sentence);
+void release_consumer(broker& b, const std::string& queue, bool exclusive);
+
+}  // namespace amqp::broker

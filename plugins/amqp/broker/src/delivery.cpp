@@ -1,0 +1,52 @@
+#include "delivery.hpp"
+
+#include <algorithm>
+#include <span>
+
+#include "amqp/routing/filters.hpp"
+#include "channel_context.hpp"
+
+namespace amqp::broker {
+namespace {
+
+constexpr std::string_view delivery_count_header = "x-delivery-count";
+
+std::span<const std::uint8_t> octets(std::string_view s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+// Sets (replacing any earlier value, e.g. one a client forged) the redelivery count.
+void set_delivery_count(wire::field_table& headers, std::int64_t count) {
+  auto& entries = headers.entries;
+  std::erase_if(entries, [](const wire::table_entry& e) { return e.name == delivery_count_header; });
+  entries.push_back({std::string(delivery_count_header), wire::field_value(count)});
+}
+
+}  // namespace
+
+wire::result<std::string> delivered_properties(std::string_view property_octets,
+                                               std::uint64_t delivered) {
+  if (delivered <= 1) {
+    if (property_octets.empty()) return std::string(2, '\0');  // flags 0: no property present
+    return std::string(property_octets);
+  }
+  wire::basic_properties props;
+  if (!property_octets.empty()) {
+    auto decoded = wire::decode_properties(octets(property_octets));
+    if (!decoded) return decoded.error();
+    props = std::move(*decoded);
+  }
+  if (!props.headers) props.headers.emplace();
+  set_delivery_count(*props.headers, static_cast<std::int64_t>(delivered - 1));
+  return wire::encode_properties(props);
+}
+
+bool delivers_to(broker& b, const std::string& queue, std::string_view subject) {
+  if (b.bus().multi_filter()) return true;
+  const auto filters = b.filters_of(queue).exact;
+  if (filters.empty()) return true;
+  return std::any_of(filters.begin(), filters.end(),
+                     [&](const std::string& f) { return routing::subject_matches(f, subject); });
+}
+
+}  // namespace amqp::broker

@@ -1,0 +1,62 @@
+#pragma once
+// Small pieces every topology handler uses: turning a routing refusal into the right
+// exception, reporting a bus failure, and confirming a mirror miss against the bucket.
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "amqp/routing/outcome.hpp"
+#include "channel_context.hpp"
+#include "topology_store.hpp"
+
+namespace amqp::broker {
+
+// A routing refusal as AMQP says it. 503 COMMAND_INVALID (an empty exchange type) is a
+// connection exception, as RabbitMQ raises it; everything else closes the channel only.
+inline void refuse(channel_context& ctx, const routing::refusal& r, wire::method_key during) {
+  if (r.code == wire::reply_code::command_invalid) {
+    ctx.fail_connection(r.code, r.text, during);
+  } else {
+    ctx.fail(r.code, r.text, during);
+  }
+}
+
+inline void bus_failed(channel_context& ctx, const store::failure& f, wire::method_key during) {
+  ctx.fail(wire::reply_code::internal_error,
+           "the bus did not complete the operation (" + f.text + "); retry on a new channel",
+           during);
+}
+
+// Calls then(bool present) for a bucket key: at once when the mirror has it, otherwise after
+// reading the bucket (the declaration may come from another replica whose watch update is
+// still on its way; HIP-1326 §1 makes the bucket, not the mirror, the truth).
+template <class Then>
+void find_entry(channel_context& ctx, bool in_mirror, std::string key, wire::method_key during,
+                Then then) {
+  if (in_mirror) {
+    then(true);
+    return;
+  }
+  broker* b = &ctx.state();
+  ctx.run_on_bus(
+      during, [b, key = std::move(key)] { return store::refresh(*b, key); },
+      [&ctx, during, then = std::move(then)](std::variant<bool, store::failure> found) mutable {
+        if (auto* f = std::get_if<store::failure>(&found)) return bus_failed(ctx, *f, during);
+        then(std::get<bool>(found));
+      });
+}
+
+inline std::string quoted(std::string_view name) { return "'" + std::string(name) + "'"; }
+
+// RabbitMQ's "inequivalent arg" sentence, with the remedy.
+inline std::string inequivalent(std::string_view arg, std::string_view what, std::string_view name,
+                                std::string_view received, std::string_view current) {
+  return "inequivalent arg '" + std::string(arg) + "' for " + std::string(what) + " " +
+         quoted(name) + " in vhost '/': received '" + std::string(received) +
+         "' but current is '" + std::string(current) +
+         "'; declare it with the arguments it has, or delete it and declare it anew";
+}
+
+inline const char* bool_text(bool b) { return b ? "true" : "false"; }
+
+}  // namespace amqp::broker

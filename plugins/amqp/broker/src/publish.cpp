@@ -1,0 +1,143 @@
+// basic.publish and publisher confirms (design at the top of basic.hpp).
+#include <optional>
+
+#include "amqp/bus/base64.hpp"
+#include "amqp/routing/subject.hpp"
+#include "amqp/routing/topology.hpp"
+#include "basic.hpp"
+#include "delivery.hpp"
+#include "handler_support.hpp"
+
+namespace amqp::broker {
+namespace {
+
+constexpr auto during = wire::basic_publish::key;
+
+std::optional<routing::exchange_def> exchange_in_mirror(channel_context& ctx, const std::string& name) {
+  return ctx.state().read_topology([&](const routing::topology& t) -> std::optional<routing::exchange_def> {
+    if (const auto* def = t.find_exchange(name)) return *def;
+    return std::nullopt;
+  });
+}
+
+bool routable(channel_context& ctx, const std::string& exchange, const std::string& key) {
+  return ctx.state().read_topology(
+      [&](const routing::topology& t) { return t.routable(exchange, key); });
+}
+
+void send_confirms(channel_context& ctx, const std::vector<publish_confirms::confirm>& frames) {
+  for (const auto& f : frames) {
+    if (f.kind == publish_confirms::outcome::ack) {
+      ctx.reply(wire::basic_ack{f.delivery_tag, f.multiple});
+    } else {
+      ctx.reply(wire::basic_nack{f.delivery_tag, f.multiple, false});
+    }
+  }
+}
+
+// basic.return 312 NO_ROUTE with the publisher's own properties and body, as one unit.
+void return_unroutable(channel_context& ctx, const wire::basic_publish& m,
+                       const std::string& property_octets, const std::string& body) {
+  std::string out;
+  encode_delivery(out, ctx.id(),
+                  wire::basic_return_{static_cast<std::uint16_t>(wire::reply_code::no_route),
+                                      "NO_ROUTE", m.exchange, m.routing_key},
+                  property_octets, body, ctx.frame_max());
+  ctx.send(std::move(out));
+}
+
+// The bus answered one publish of this channel.
+void publish_done(basic_state& s, std::uint64_t seq, const bus::bus_status& stored,
+                  const std::string& subject) {
+  if (s.publishes_in_flight > 0) --s.publishes_in_flight;
+  if (s.publishes_in_flight == 0 && !s.after_publishes.empty()) {
+    auto waiting = std::move(s.after_publishes);
+    s.after_publishes.clear();
+    for (auto& work : waiting) work();
+  }
+  if (s.closed || !s.ctx.is_open()) return;
+  if (seq != 0) {
+    send_confirms(s.ctx, s.confirms.settle(seq, stored ? publish_confirms::outcome::ack
+                                                       : publish_confirms::outcome::nack));
+    return;
+  }
+  if (!stored) {
+    // No confirms were asked for, but a publisher must not believe a dropped message stored.
+    s.ctx.fail(wire::reply_code::internal_error,
+               "the bus did not store the message published to " + subject + " (" +
+                   stored.error().text +
+                   "); publish it again, and use confirm.select to learn each message's fate",
+               during);
+  }
+}
+
+}  // namespace
+
+void basic_class::on_publish(wire::basic_publish m, std::string property_octets, std::string body) {
+  auto& ctx = state_->ctx;
+  if (m.immediate) {
+    ctx.fail(wire::reply_code::not_implemented,
+             "the immediate flag is not implemented; publish with mandatory to learn that "
+             "nothing is bound",
+             during);
+    return;
+  }
+  // The rest of the publish, once the exchange is known to exist.
+  auto publish = [this, m, property_octets = std::move(property_octets),
+                  body = std::move(body)](const routing::exchange_def& def) mutable {
+    auto& s = *state_;
+    auto& chan = s.ctx;
+    if (def.internal) {
+      chan.fail(wire::reply_code::access_refused,
+               "cannot publish to internal exchange " + quoted(m.exchange) +
+                   " in vhost '/'; publish to the exchange bound to it instead",
+               during);
+      return;
+    }
+    auto subject = routing::publish_subject(m.exchange, m.routing_key);
+    if (!subject) {
+      refuse(chan, subject.error(), during);
+      return;
+    }
+    if (chan.confirms && !s.confirms.enabled()) s.confirms.select();
+    const std::uint64_t seq = s.confirms.enabled() ? s.confirms.next() : 0;
+
+    if (m.mandatory && !routable(chan, m.exchange, m.routing_key)) {
+      // Not stored anywhere; under confirms still acked (a return is not a failure).
+      return_unroutable(chan, m, property_octets, body);
+      if (seq != 0) send_confirms(chan, s.confirms.settle(seq, publish_confirms::outcome::ack));
+      chan.finish();
+      return;
+    }
+    ++s.publishes_in_flight;
+    chan.state().bus().publish(
+        *subject, bus::base64_encode(property_octets), std::move(body), chan.executor(),
+        [this, weak = chan.weak_from_this(), seq, subj = *subject](bus::bus_status stored) {
+          auto alive = weak.lock();
+          if (!alive) return;  // the channel and this object are gone: nobody to tell
+          publish_done(*state_, seq, stored, subj);
+        });
+    chan.finish();  // pipelined: the next method does not wait for the bus
+  };
+
+  if (auto def = exchange_in_mirror(ctx, m.exchange)) {
+    publish(*def);
+    return;
+  }
+  // A mirror miss may be another replica's declaration still on its way (HIP-1326 §1).
+  find_entry(ctx, false, routing::exchange_key(m.exchange), during,
+             [&ctx, name = m.exchange, publish = std::move(publish)](bool present) mutable {
+               auto def = present ? exchange_in_mirror(ctx, name) : std::nullopt;
+               if (!def) {
+                 ctx.fail(wire::reply_code::not_found,
+                          "no exchange " + quoted(name) +
+                              " in vhost '/'; declare it first, or publish to the default "
+                              "exchange ''",
+                          during);
+                 return;
+               }
+               publish(*def);
+             });
+}
+
+}  // namespace amqp::broker

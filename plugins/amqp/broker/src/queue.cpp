@@ -1,0 +1,380 @@
+// queue.declare, bind, unbind, purge and delete: a queue is a durable consumer on stream AMQP
+// plus a key in the bucket, and its bindings are that consumer's filters (HIP-1326 §2).
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include "amqp/routing/names.hpp"
+#include "channel_context.hpp"
+#include "handler_support.hpp"
+#include "handlers.hpp"
+
+namespace amqp::broker {
+namespace {
+
+using count_or_failure = std::variant<std::uint64_t, store::failure>;
+
+std::uint32_t clamp32(std::uint64_t n) {
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(n, std::numeric_limits<std::uint32_t>::max()));
+}
+
+std::optional<routing::queue_def> find(channel_context& ctx, const std::string& name) {
+  return ctx.state().read_topology([&](const routing::topology& t) -> std::optional<routing::queue_def> {
+    const auto* def = t.find_queue(name);
+    if (def == nullptr) return std::nullopt;
+    return *def;
+  });
+}
+
+std::optional<routing::exchange_def> find_exchange(channel_context& ctx, const std::string& name) {
+  return ctx.state().read_topology([&](const routing::topology& t) -> std::optional<routing::exchange_def> {
+    const auto* def = t.find_exchange(name);
+    if (def == nullptr) return std::nullopt;
+    return *def;
+  });
+}
+
+void no_queue(channel_context& ctx, const std::string& name, wire::method_key during) {
+  ctx.fail(wire::reply_code::not_found,
+           "no queue " + quoted(name) + " in vhost '/'; declare it first", during);
+}
+
+bool usable(channel_context& ctx, const std::string& name, wire::method_key during) {
+  std::string why;
+  if (ctx.state().may_use(name, ctx.connection_id(), why)) return true;
+  ctx.fail(wire::reply_code::resource_locked, why, during);
+  return false;
+}
+
+// The queue name a method names: the channel's last declared queue for "", then checked.
+std::optional<std::string> queue_name(channel_context& ctx, const std::string& given,
+                                      wire::method_key during) {
+  auto name = ctx.resolve_queue(given, during);
+  if (!name) return std::nullopt;
+  if (auto bad = routing::check_name("queue", *name)) {
+    refuse(ctx, *bad, during);
+    return std::nullopt;
+  }
+  return name;
+}
+
+// Calls then() once the queue is known to exist (mirror, else bucket) and this connection may
+// use it; otherwise the channel fails with 404 or 405. `ask_bucket` skips the mirror: a
+// passive declare is a question about the bucket, and a mirror hit may be a queue another
+// replica deleted a moment ago.
+template <class Then>
+void with_queue(channel_context& ctx, const std::string& name, wire::method_key during, Then then,
+                bool ask_bucket = false) {
+  if (!usable(ctx, name, during)) return;
+  find_entry(ctx, !ask_bucket && find(ctx, name).has_value(), routing::queue_key(name), during,
+             [&ctx, name, during, then = std::move(then)](bool present) mutable {
+               if (!present) return no_queue(ctx, name, during);
+               if (!usable(ctx, name, during)) return;  // the bucket may say exclusive
+               then();
+             });
+}
+
+// Pending messages, re-creating the consumer when it is missing (deleted behind our back, or
+// a replica stopped between writing the key and creating it). On nats-server 2.9 the count is
+// of the covering filter's messages: an upper bound (DESIGN.md §5).
+count_or_failure pending_or_heal(broker& b, const std::string& queue) {
+  auto info = b.bus().queue_info(queue);
+  if (info) return info->num_pending;
+  if (info.error().kind != bus::bus_errc::not_found) return store::failure{info.error().text};
+  if (auto failed = store::converge_consumer(b, queue)) return *failed;
+  return std::uint64_t{0};
+}
+
+void answer_declare(channel_context& ctx, const std::string& name, bool no_wait) {
+  static constexpr auto key = wire::queue_declare::key;
+  ctx.last_queue = name;
+  broker* b = &ctx.state();
+  ctx.run_on_bus(key, [b, name] { return pending_or_heal(*b, name); },
+                 [&ctx, name, no_wait](count_or_failure pending) {
+                   if (auto* f = std::get_if<store::failure>(&pending)) return bus_failed(ctx, *f, key);
+                   if (!no_wait) {
+                     ctx.reply(wire::queue_declare_ok{name, clamp32(std::get<std::uint64_t>(pending)),
+                                                      ctx.state().consumer_count(name)});
+                   }
+                   ctx.finish();
+                 });
+}
+
+bool equivalent(channel_context& ctx, const std::string& name, const routing::queue_def& current,
+                const routing::queue_def& wanted) {
+  static constexpr auto key = wire::queue_declare::key;
+  auto mismatch = [&](std::string_view arg, bool received, bool now) {
+    ctx.fail(wire::reply_code::precondition_failed,
+             inequivalent(arg, "queue", name, bool_text(received), bool_text(now)), key);
+    return false;
+  };
+  if (current.durable != wanted.durable) return mismatch("durable", wanted.durable, current.durable);
+  if (current.exclusive != wanted.exclusive) return mismatch("exclusive", wanted.exclusive, current.exclusive);
+  if (current.auto_delete != wanted.auto_delete) {
+    return mismatch("auto_delete", wanted.auto_delete, current.auto_delete);
+  }
+  return true;
+}
+
+// What a create on the bus found, after the consumer exists.
+using create_result = store::create_outcome<routing::queue_def>;
+
+create_result create_on_bus(broker& b, const std::string& name, const routing::queue_def& def) {
+  auto outcome = store::create_queue(b, name, def);
+  if (std::holds_alternative<store::created>(outcome)) {
+    // Declaring is what starts collecting (DeliverNew): the consumer comes before declare-ok.
+    if (auto failed = store::converge_consumer(b, name)) return *failed;
+  }
+  return outcome;
+}
+
+void declare_new(channel_context& ctx, const std::string& name, const routing::queue_def& wanted,
+                 bool no_wait) {
+  static constexpr auto key = wire::queue_declare::key;
+  auto& b = ctx.state();
+  if (wanted.exclusive) b.claim_exclusive(name, ctx.connection_id());
+  b.write_topology([&](routing::topology& t) {
+    t.put_queue(name, wanted);
+    return true;
+  });
+  broker* bp = &b;
+  ctx.run_on_bus(
+      key, [bp, name, wanted] { return create_on_bus(*bp, name, wanted); },
+      [&ctx, name, wanted, no_wait](create_result outcome) {
+        auto& state = ctx.state();
+        if (auto* f = std::get_if<store::failure>(&outcome)) {
+          state.forget_queue(name);
+          return bus_failed(ctx, *f, key);
+        }
+        if (auto* current = std::get_if<routing::queue_def>(&outcome)) {
+          // Another replica declared it first; the mirror now holds its definition.
+          if (wanted.exclusive) {
+            state.forget_exclusive_claim(name);
+            std::string why;
+            if (!state.may_use(name, ctx.connection_id(), why)) {
+              return ctx.fail(wire::reply_code::resource_locked, why, key);
+            }
+          }
+          if (!equivalent(ctx, name, *current, wanted)) return;
+        } else if (store::is_transient(wanted)) {
+          state.remember_transient(routing::queue_key(name));
+        }
+        answer_declare(ctx, name, no_wait);
+      });
+}
+
+}  // namespace
+
+void on_queue_declare(channel_context& ctx, wire::queue_declare m) {
+  static constexpr auto key = wire::queue_declare::key;
+  std::string name = m.queue;
+  if (name.empty()) {
+    if (m.passive) {
+      auto last = ctx.resolve_queue(name, key);
+      if (!last) return;
+      name = *last;
+    } else {
+      name = routing::generate_queue_name();
+    }
+  }
+  if (auto bad = routing::check_name("queue", name)) return refuse(ctx, *bad, key);
+  if (m.passive) {
+    return with_queue(
+        ctx, name, key, [&ctx, name, no_wait = m.no_wait] { answer_declare(ctx, name, no_wait); },
+        /*ask_bucket=*/true);
+  }
+  if (!usable(ctx, name, key)) return;
+  const routing::queue_def wanted{m.durable, m.exclusive, m.auto_delete, {}};
+  if (auto current = find(ctx, name)) {
+    if (equivalent(ctx, name, *current, wanted)) answer_declare(ctx, name, m.no_wait);
+    return;
+  }
+  declare_new(ctx, name, wanted, m.no_wait);
+}
+
+void on_queue_bind(channel_context& ctx, wire::queue_bind m) {
+  static constexpr auto key = wire::queue_bind::key;
+  auto queue = queue_name(ctx, m.queue, key);
+  if (!queue) return;
+  const std::string exchange = m.exchange;
+  if (exchange.empty()) {
+    return ctx.fail(wire::reply_code::access_refused,
+                    "operation not permitted on the default exchange; every queue is bound to it "
+                    "under its own name already",
+                    key);
+  }
+  if (auto bad = routing::check_name("exchange", exchange)) return refuse(ctx, *bad, key);
+
+  with_queue(ctx, *queue, key, [&ctx, queue = *queue, exchange, m] {
+    find_entry(ctx, find_exchange(ctx, exchange).has_value(), routing::exchange_key(exchange), key,
+               [&ctx, queue, exchange, m](bool present) {
+                 auto kind = find_exchange(ctx, exchange);
+                 if (!present || !kind) {
+                   return ctx.fail(wire::reply_code::not_found,
+                                   "no exchange " + quoted(exchange) + " in vhost '/'; declare it first",
+                                   key);
+                 }
+                 // Validates the key against the kind: what NATS cannot express is refused.
+                 auto filters = routing::binding_filters(exchange, kind->kind, m.routing_key);
+                 if (!filters) return refuse(ctx, filters.error(), key);
+
+                 const routing::binding wanted{exchange, m.routing_key};
+                 auto add = [wanted](routing::queue_def& def) {
+                   if (std::find(def.bindings.begin(), def.bindings.end(), wanted) != def.bindings.end()) {
+                     return false;
+                   }
+                   def.bindings.push_back(wanted);
+                   return true;
+                 };
+                 ctx.state().write_topology([&](routing::topology& t) {
+                   if (const auto* def = t.find_queue(queue)) {
+                     auto copy = *def;
+                     if (add(copy)) t.put_queue(queue, std::move(copy));
+                   }
+                   return true;
+                 });
+                 broker* b = &ctx.state();
+                 ctx.run_on_bus(
+                     key,
+                     [b, queue, add]() -> std::variant<store::update_status, store::failure> {
+                       auto updated = store::update_queue(*b, queue, add);
+                       if (std::holds_alternative<store::failure>(updated)) return updated;
+                       if (std::get<store::update_status>(updated) == store::update_status::absent) return updated;
+                       if (auto failed = store::converge_consumer(*b, queue)) return *failed;
+                       return updated;
+                     },
+                     [&ctx, queue, no_wait = m.no_wait](std::variant<store::update_status, store::failure> r) {
+                       if (auto* f = std::get_if<store::failure>(&r)) return bus_failed(ctx, *f, key);
+                       if (std::get<store::update_status>(r) == store::update_status::absent) {
+                         return no_queue(ctx, queue, key);  // deleted meanwhile
+                       }
+                       if (!no_wait) ctx.reply(wire::queue_bind_ok{});
+                       ctx.finish();
+                     });
+               });
+  });
+}
+
+void on_queue_unbind(channel_context& ctx, wire::queue_unbind m) {
+  static constexpr auto key = wire::queue_unbind::key;
+  auto queue = queue_name(ctx, m.queue, key);
+  if (!queue) return;
+  const std::string exchange = m.exchange;
+  if (exchange.empty()) {
+    return ctx.fail(wire::reply_code::access_refused,
+                    "operation not permitted on the default exchange; a queue's binding to it is "
+                    "implicit and cannot be removed",
+                    key);
+  }
+  if (auto bad = routing::check_name("exchange", exchange)) return refuse(ctx, *bad, key);
+
+  with_queue(ctx, *queue, key, [&ctx, queue = *queue, exchange, m] {
+    find_entry(ctx, find_exchange(ctx, exchange).has_value(), routing::exchange_key(exchange), key,
+               [&ctx, queue, exchange, m](bool present) {
+                 if (!present) {
+                   return ctx.fail(wire::reply_code::not_found,
+                                   "no exchange " + quoted(exchange) + " in vhost '/'", key);
+                 }
+                 const routing::binding gone{exchange, m.routing_key};
+                 auto remove = [gone](routing::queue_def& def) {
+                   auto before = def.bindings.size();
+                   std::erase(def.bindings, gone);
+                   return def.bindings.size() != before;
+                 };
+                 ctx.state().write_topology([&](routing::topology& t) {
+                   if (const auto* def = t.find_queue(queue)) {
+                     auto copy = *def;
+                     if (remove(copy)) t.put_queue(queue, std::move(copy));
+                   }
+                   return true;
+                 });
+                 broker* b = &ctx.state();
+                 // Unbinding what is not bound succeeds, as in RabbitMQ.
+                 ctx.run_on_bus(
+                     key,
+                     [b, queue, remove]() -> std::optional<store::failure> {
+                       auto updated = store::update_queue(*b, queue, remove);
+                       if (auto* f = std::get_if<store::failure>(&updated)) return *f;
+                       if (std::get<store::update_status>(updated) == store::update_status::absent) {
+                         return std::nullopt;
+                       }
+                       return store::converge_consumer(*b, queue);
+                     },
+                     [&ctx](std::optional<store::failure> failed) {
+                       if (failed) return bus_failed(ctx, *failed, key);
+                       ctx.reply(wire::queue_unbind_ok{});
+                       ctx.finish();
+                     });
+               });
+  });
+}
+
+void on_queue_purge(channel_context& ctx, wire::queue_purge m) {
+  static constexpr auto key = wire::queue_purge::key;
+  auto queue = queue_name(ctx, m.queue, key);
+  if (!queue) return;
+  with_queue(ctx, *queue, key, [&ctx, queue = *queue, no_wait = m.no_wait] {
+    broker* b = &ctx.state();
+    ctx.run_on_bus(
+        key,
+        [b, queue]() -> count_or_failure {
+          auto purged = b->bus().purge_queue(queue, b->filters_of(queue));
+          if (!purged) return store::failure{purged.error().text};
+          return *purged;
+        },
+        [&ctx, no_wait](count_or_failure purged) {
+          if (auto* f = std::get_if<store::failure>(&purged)) return bus_failed(ctx, *f, key);
+          if (!no_wait) ctx.reply(wire::queue_purge_ok{clamp32(std::get<std::uint64_t>(purged))});
+          ctx.finish();
+        });
+  });
+}
+
+void on_queue_delete(channel_context& ctx, wire::queue_delete_ m) {
+  static constexpr auto key = wire::queue_delete_::key;
+  auto queue = queue_name(ctx, m.queue, key);
+  if (!queue) return;
+  if (!usable(ctx, *queue, key)) return;
+  find_entry(ctx, find(ctx, *queue).has_value(), routing::queue_key(*queue), key,
+             [&ctx, queue = *queue, m](bool present) {
+               auto answer = [&ctx, no_wait = m.no_wait](std::uint64_t count) {
+                 if (!no_wait) ctx.reply(wire::queue_delete_ok{clamp32(count)});
+                 ctx.finish();
+               };
+               if (!present) return answer(0);  // RabbitMQ: deleting what is absent succeeds
+               if (!usable(ctx, queue, key)) return;
+               // Consumers of this process only (HIP-1326 §6): a lower bound with replicas.
+               if (m.if_unused && ctx.state().consumer_count(queue) > 0) {
+                 return ctx.fail(wire::reply_code::precondition_failed,
+                                 "queue " + quoted(queue) +
+                                     " in vhost '/' in use; cancel its consumers first, or delete it "
+                                     "without if-unused",
+                                 key);
+               }
+               broker* b = &ctx.state();
+               ctx.run_on_bus(
+                   key, [b, queue] { return store::pending_messages(*b, queue); },
+                   [&ctx, queue, m, answer](count_or_failure pending) {
+                     if (auto* f = std::get_if<store::failure>(&pending)) return bus_failed(ctx, *f, key);
+                     auto count = std::get<std::uint64_t>(pending);
+                     if (m.if_empty && count > 0) {
+                       return ctx.fail(wire::reply_code::precondition_failed,
+                                       "queue " + quoted(queue) +
+                                           " in vhost '/' is not empty; purge it first, or delete it "
+                                           "without if-empty",
+                                       key);
+                     }
+                     // Local first: consumers here get basic.cancel; then the bus.
+                     ctx.state().forget_queue(queue);
+                     broker* bp = &ctx.state();
+                     ctx.run_on_bus(
+                         key, [bp, queue] { return store::remove_entry(*bp, routing::queue_key(queue)); },
+                         [&ctx, answer, count](std::optional<store::failure> failed) {
+                           if (failed) return bus_failed(ctx, *failed, key);
+                           answer(count);
+                         });
+                   });
+             });
+}
+
+}  // namespace amqp::broker

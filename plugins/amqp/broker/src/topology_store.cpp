@@ -1,0 +1,172 @@
+#include "topology_store.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "channel_context.hpp"
+
+namespace amqp::broker::store {
+namespace {
+
+// A lost revision race is retried this many times before it is reported: each retry means
+// another writer changed the same key in between, so the bound is only reached under a storm.
+constexpr int max_attempts = 16;
+
+std::string with_node(std::string json, bool transient, std::string_view node) {
+  if (!transient || node.empty()) return json;
+  auto value = nlohmann::json::parse(json);
+  value["node"] = node;
+  return value.dump();
+}
+
+failure from_bus(const bus::bus_error& e) { return failure{e.text}; }
+
+template <class Def, class Parse>
+create_outcome<Def> create_entry(broker& b, const std::string& key, const std::string& value,
+                                 Parse parse) {
+  for (int attempt = 0; attempt < max_attempts; ++attempt) {
+    auto written = b.bus().kv_create(key, value);
+    if (written) {
+      b.apply_entry(key, value, *written);
+      return created{};
+    }
+    if (written.error().kind != bus::bus_errc::conflict) return from_bus(written.error());
+    auto current = b.bus().kv_get(key);
+    if (!current) {
+      if (current.error().kind == bus::bus_errc::not_found) continue;  // deleted meanwhile
+      return from_bus(current.error());
+    }
+    auto def = parse(current->value);
+    if (!def) return failure{"bucket entry " + key + " is unreadable: " + def.error().text};
+    b.apply_entry(key, current->value, current->revision);
+    return *def;
+  }
+  return failure{"bucket entry " + key + " kept changing while it was being created"};
+}
+
+}  // namespace
+
+bool is_transient(const routing::exchange_def& def) { return !def.durable; }
+bool is_transient(const routing::queue_def& def) { return !def.durable || def.exclusive; }
+
+std::string exchange_value(const routing::exchange_def& def, std::string_view node) {
+  return with_node(routing::encode_exchange(def), is_transient(def), node);
+}
+
+std::string queue_value(const routing::queue_def& def, std::string_view node) {
+  return with_node(routing::encode_queue(def), is_transient(def), node);
+}
+
+std::string node_of(std::string_view json) {
+  auto value = nlohmann::json::parse(json, nullptr, false);
+  if (!value.is_object()) return {};
+  auto it = value.find("node");
+  return it != value.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+
+create_outcome<routing::exchange_def> create_exchange(broker& b, const std::string& name,
+                                                      const routing::exchange_def& def) {
+  return create_entry<routing::exchange_def>(b, routing::exchange_key(name),
+                                             exchange_value(def, b.node()),
+                                             [](std::string_view v) { return routing::parse_exchange(v); });
+}
+
+create_outcome<routing::queue_def> create_queue(broker& b, const std::string& name,
+                                                const routing::queue_def& def) {
+  return create_entry<routing::queue_def>(b, routing::queue_key(name), queue_value(def, b.node()),
+                                          [](std::string_view v) { return routing::parse_queue(v); });
+}
+
+std::variant<update_status, failure> update_queue(
+    broker& b, const std::string& name, const std::function<bool(routing::queue_def&)>& change) {
+  const auto key = routing::queue_key(name);
+  for (int attempt = 0; attempt < max_attempts; ++attempt) {
+    auto current = b.bus().kv_get(key);
+    if (!current) {
+      if (current.error().kind == bus::bus_errc::not_found) return update_status::absent;
+      return from_bus(current.error());
+    }
+    auto def = routing::parse_queue(current->value);
+    if (!def) return failure{"bucket entry " + key + " is unreadable: " + def.error().text};
+    if (!change(*def)) {
+      b.apply_entry(key, current->value, current->revision);
+      return update_status::done;
+    }
+    // The declaring node's mark stays with the queue whoever edits its bindings.
+    auto value = with_node(routing::encode_queue(*def), is_transient(*def), node_of(current->value));
+    auto written = b.bus().kv_update(key, value, current->revision);
+    if (written) {
+      b.apply_entry(key, value, *written);
+      return update_status::done;
+    }
+    if (written.error().kind != bus::bus_errc::conflict) return from_bus(written.error());
+  }
+  return failure{"queue '" + name + "' kept changing on other replicas; retry the operation"};
+}
+
+std::variant<bool, failure> refresh(broker& b, const std::string& key) {
+  auto current = b.bus().kv_get(key);
+  if (!current) {
+    if (current.error().kind == bus::bus_errc::not_found) return false;
+    return from_bus(current.error());
+  }
+  b.apply_entry(key, current->value, current->revision);
+  return true;
+}
+
+std::optional<failure> converge_consumer(broker& b, const std::string& queue) {
+  const auto key = routing::queue_key(queue);
+  auto before = b.bus().kv_get(key);
+  for (int attempt = 0; attempt < max_attempts; ++attempt) {
+    if (!before) {
+      if (before.error().kind == bus::bus_errc::not_found) return std::nullopt;  // deleted meanwhile
+      return from_bus(before.error());
+    }
+    b.apply_entry(key, before->value, before->revision);
+    auto filters = b.filters_of(queue);
+    if (filters.exact.empty()) return std::nullopt;  // the mirror has newer news: it is gone
+    if (auto ensured = b.bus().ensure_queue_consumer(queue, filters); !ensured) {
+      return from_bus(ensured.error());
+    }
+    auto after = b.bus().kv_get(key);
+    if (after && after->revision == before->revision) return std::nullopt;
+    before = std::move(after);
+  }
+  return failure{"queue '" + queue + "' kept changing on other replicas; retry the operation"};
+}
+
+std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exchange) {
+  auto queues = b.read_topology([&](const routing::topology& t) { return t.queues_bound_to(exchange); });
+  for (const auto& queue : queues) {
+    auto updated = update_queue(b, queue, [&](routing::queue_def& def) {
+      auto before = def.bindings.size();
+      std::erase_if(def.bindings, [&](const routing::binding& x) { return x.exchange == exchange; });
+      return def.bindings.size() != before;
+    });
+    if (auto* f = std::get_if<failure>(&updated)) return *f;
+    if (auto f = converge_consumer(b, queue)) return f;
+  }
+  return std::nullopt;
+}
+
+std::optional<failure> remove_entry(broker& b, const std::string& key) {
+  auto parsed = routing::parse_bucket_key(key);
+  if (!parsed) return failure{"bucket key '" + key + "' names neither an exchange nor a queue"};
+  if (parsed->what == routing::bucket_key::kind::queue) {
+    if (auto gone = b.bus().delete_queue_consumer(parsed->name); !gone) return from_bus(gone.error());
+  }
+  if (auto gone = b.bus().kv_delete(key); !gone && gone.error().kind != bus::bus_errc::not_found) {
+    return from_bus(gone.error());
+  }
+  if (parsed->what == routing::bucket_key::kind::exchange) return drop_exchange_bindings(b, parsed->name);
+  return std::nullopt;
+}
+
+std::variant<std::uint64_t, failure> pending_messages(broker& b, const std::string& queue) {
+  auto info = b.bus().queue_info(queue);
+  if (info) return info->num_pending;
+  if (info.error().kind == bus::bus_errc::not_found) return std::uint64_t{0};
+  return from_bus(info.error());
+}
+
+}  // namespace amqp::broker::store

@@ -1,0 +1,75 @@
+#pragma once
+// The bucket half of a topology write (HIP-1326 §1: write locally, then to the bucket).
+// Every function here is BLOCKING: call it only from run_on_bus work or the bus pool.
+//
+// Concurrency between replicas: creates use kv_create (the bucket decides who declared
+// first); changes to a queue's bindings are revision-checked read-modify-writes that re-read
+// and re-apply on conflict, so two replicas binding one queue at once both survive (the
+// reference's unconditional Put lost one of them).
+//
+// Transient entries (non-durable, or exclusive) carry the declaring node's name in an extra
+// JSON member "node" (routing's parser ignores unknown members, and so does the Go reference).
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "amqp/routing/topology.hpp"
+
+namespace amqp::broker {
+
+class broker;
+
+namespace store {
+
+// The bucket value of a definition; `node` is recorded only on transient definitions.
+std::string exchange_value(const routing::exchange_def& def, std::string_view node);
+std::string queue_value(const routing::queue_def& def, std::string_view node);
+bool is_transient(const routing::exchange_def& def);
+bool is_transient(const routing::queue_def& def);
+// The "node" member of a bucket value; "" when absent or the value is not JSON.
+std::string node_of(std::string_view json);
+
+// What a create found: `created` (this process wrote it), the definition already there
+// (someone declared it first: the caller compares), or a failure sentence.
+struct created {};
+struct failure { std::string text; };
+template <class Def>
+using create_outcome = std::variant<created, Def, failure>;
+
+create_outcome<routing::exchange_def> create_exchange(broker& b, const std::string& name,
+                                                      const routing::exchange_def& def);
+create_outcome<routing::queue_def> create_queue(broker& b, const std::string& name,
+                                                const routing::queue_def& def);
+
+// Revision-checked read-modify-write of a queue's value. `change` edits the definition and
+// returns false when there is nothing to write. nullopt = done (or nothing to do); "absent"
+// when the queue is not in the bucket; otherwise the failure sentence.
+enum class update_status { done, absent };
+std::variant<update_status, failure> update_queue(
+    broker& b, const std::string& name, const std::function<bool(routing::queue_def&)>& change);
+
+// Reads one key into the mirror (a miss in the mirror may be a declaration on another replica
+// whose watch update has not arrived yet). True when the key exists.
+std::variant<bool, failure> refresh(broker& b, const std::string& key);
+
+// Makes the queue's bus consumer carry the queue's current filters. Re-reads the bucket after
+// ensuring and repeats when the value changed meanwhile, so concurrent binds on two replicas
+// converge on the union instead of the last writer's view.
+std::optional<failure> converge_consumer(broker& b, const std::string& queue);
+
+// Removes an exchange's bindings from every queue that has one (a deleted exchange takes its
+// bindings with it, as in RabbitMQ; otherwise re-declaring the name would revive them).
+std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exchange);
+
+// Deletes a whole entry from the bus: for a queue its consumer and key, for an exchange its
+// key and its bindings. Absent is success.
+std::optional<failure> remove_entry(broker& b, const std::string& key);
+
+// How many messages the queue's consumer has pending (0 when the consumer is absent).
+std::variant<std::uint64_t, failure> pending_messages(broker& b, const std::string& queue);
+
+}  // namespace store
+}  // namespace amqp::broker

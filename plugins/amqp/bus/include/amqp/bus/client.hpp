@@ -1,0 +1,222 @@
+#pragma once
+// The amqp plugin's only door to the bus (DESIGN.md §5). nats.c lives behind this header:
+// no nats type appears here, and every nats.c callback only posts work to an Asio executor.
+//
+// Threading: every member of `client` is thread-safe. Calls documented "blocking" wait for a
+// server round trip and must not run on an io thread: hand them to `run_blocking`, which runs
+// them on a small worker pool owned by the client and posts the result back.
+#include <utility>  // before Asio: see platform-notes (Boost 1.74 awaitable.hpp with g++ 12)
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "amqp/bus/base64.hpp"
+#include "amqp/bus/result.hpp"
+
+namespace amqp::bus {
+
+// The names the adaptor owns on the bus (HIP-1326 §1).
+inline constexpr const char* stream_name = "AMQP";
+inline constexpr const char* stream_subjects = "amqp.>";
+inline constexpr const char* bucket_name = "amqp";
+inline constexpr const char* props_header = "Amqp-Props";
+
+struct client_options {
+  // One URL or a comma-separated list (a cluster): split and given to natsOptions_SetServers.
+  std::string url;
+  std::string creds_file;  // empty: no credentials
+  // Bounds dialing, stream/bucket setup, the probe and the watch's initial replay.
+  std::chrono::steady_clock::time_point deadline;
+  int replicas = 1;                     // stream AMQP and bucket amqp
+  std::int64_t max_bytes = -1;          // stream AMQP size limit; -1 = unlimited
+  std::int64_t max_age_seconds = 0;     // stream AMQP age limit; 0 = unlimited
+  // Additions (defaults keep the brief's behaviour):
+  std::string connection_name = "cloud-amqp";
+  std::size_t max_publish_in_flight = 4096;  // un-acked publishes on the wire (see publish)
+  std::chrono::milliseconds publish_timeout{10000};  // no pub-ack by then → done(error)
+  std::chrono::milliseconds request_timeout{5000};   // each blocking JetStream API call
+  int worker_threads = 2;                             // the run_blocking pool
+};
+
+struct kv_entry {
+  std::string value;
+  std::uint64_t revision = 0;
+};
+
+// Filters of one queue's consumer. `exact` = the queue's filters, already normalized by the
+// caller (subsumed, deduplicated, sorted), used when the server keeps multi-filter consumers
+// (>= 2.10). `cover` = the narrowest subject covering all of them, used as the single
+// filter_subject on a 2.9 server. A queue with no bindings passes empty exact and cover ""
+// ... which would be "no filter" = every message: refused. Callers give at least one filter
+// (the derived default-exchange binding always exists).
+struct consumer_filters {
+  std::vector<std::string> exact;
+  std::string cover;
+};
+
+struct queue_info {
+  std::uint64_t num_pending = 0;       // stored, matching, not yet delivered
+  std::uint64_t num_ack_pending = 0;   // delivered, not yet acked
+  std::uint64_t num_waiting = 0;       // outstanding pull requests
+  std::uint64_t delivered_consumer_seq = 0;
+};
+
+struct delivery {
+  std::string subject;      // the subject the message was published on
+  std::string amqp_props;   // Amqp-Props header, base64-decoded (empty if absent or invalid)
+  std::string body;
+  std::string reply;        // $JS.ACK... : pass to ack/nak/term
+  std::uint64_t stream_seq = 0;
+  std::uint64_t delivered = 0;  // delivery count, 1 = first delivery
+  std::uint64_t pending = 0;    // messages left for this consumer after this one
+};
+
+// Why a pull request ended without (more) messages. The caller decides whether to re-arm.
+enum class pull_status {
+  no_messages,       // 404: nothing pending right now (no_wait) — re-arm later
+  request_expired,   // 408: the request's `expires` ran out — re-arm
+  consumer_gone,     // 409 consumer deleted / leadership change, or 503 — ensure the consumer, re-arm
+  exceeded_limits,   // 409 exceeded MaxWaiting / MaxRequestBatch — request fewer
+  other,
+};
+struct pull_event {
+  pull_status status = pull_status::other;
+  int code = 0;              // the NATS status code (404, 408, 409, ...)
+  std::string description;   // the server's text
+};
+
+// RAII handle on the topology watch: destroying it (or stop()) ends delivery of changes;
+// after stop() returns no on_change starts.
+class topology_watch {
+ public:
+  struct state;
+  topology_watch() = default;
+  explicit topology_watch(std::shared_ptr<state> s) : state_(std::move(s)) {}
+  topology_watch(topology_watch&&) noexcept = default;
+  topology_watch& operator=(topology_watch&& other) noexcept;
+  topology_watch(const topology_watch&) = delete;
+  topology_watch& operator=(const topology_watch&) = delete;
+  ~topology_watch();
+  void stop();
+
+ private:
+  std::shared_ptr<state> state_;
+};
+
+// One queue's pull loop, without a thread of its own: pull requests name the puller's inbox,
+// whose subscription is served by nats.c's shared delivery pool; deliveries and status events
+// are posted to the executor in arrival order — give a strand (or a one-thread io_context).
+// Messages that arrive after stop() are handed back to the queue at once (nak).
+class puller {
+ public:
+  virtual ~puller() = default;
+  // Ask for up to `batch` messages, waiting at most `expires` on the server; expires = 0 is
+  // "no wait" (basic.get: one answer at once, 404 no_messages when empty). Non-blocking.
+  // Several requests may be outstanding; each ends in deliveries and/or one pull_event
+  // (a request that delivered its whole batch ends with no event).
+  virtual void request(std::uint32_t batch, std::chrono::milliseconds expires) = 0;
+  // Safe from any thread, idempotent. After stop() returns no callback starts (one already
+  // running on another thread may finish), and the callbacks are released.
+  virtual void stop() = 0;
+  virtual const std::string& queue() const = 0;
+};
+
+class client : public std::enable_shared_from_this<client> {
+ public:
+  using on_change_fn = std::function<void(std::string key, std::optional<std::string> value,
+                                          std::uint64_t revision)>;
+
+  // The mount steps, in order, each failing with a message naming the step:
+  //   "dial <url>: …", "stream AMQP: …", "bucket amqp: …", "consumer probe: …".
+  // A pre-existing AMQP stream whose subjects or retention differ is refused, never changed.
+  static bus_result<std::shared_ptr<client>> open(const client_options& options);
+
+  virtual ~client() = default;
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  std::int64_t max_payload() const;  // the server's INFO max_payload
+  bool multi_filter() const;         // true: server keeps filter_subjects (>= 2.10)
+
+  // ---- topology (KV bucket amqp) -------------------------------------------------------
+  // Replays the bucket's current entries SYNCHRONOUSLY (on_change runs on the calling thread
+  // for each, before this returns; bounded by `deadline`, default options.deadline), then
+  // posts later changes to `ex`. Delete/purge markers arrive as value = nullopt.
+  virtual bus_result<topology_watch> watch_topology(
+      boost::asio::any_io_executor ex, on_change_fn on_change,
+      std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt) = 0;
+  // Blocking. Not found → kind not_found. Create on an existing key → kind conflict.
+  // Update with a stale revision → kind conflict (re-read, re-apply, retry).
+  virtual bus_result<kv_entry> kv_get(const std::string& key) = 0;
+  virtual bus_result<std::uint64_t> kv_create(const std::string& key, const std::string& value) = 0;
+  virtual bus_result<std::uint64_t> kv_update(const std::string& key, const std::string& value,
+                                              std::uint64_t expected_revision) = 0;
+  virtual bus_status kv_delete(const std::string& key) = 0;
+
+  // ---- queues (blocking) ---------------------------------------------------------------
+  // Create or update the durable pull consumer `queue` on stream AMQP (DeliverNew,
+  // AckExplicit, AckWait 5 min, MaxAckPending unbounded). Fails if the server's returned
+  // config does not carry exactly the asked filter(s).
+  virtual bus_status ensure_queue_consumer(const std::string& queue,
+                                           const consumer_filters& filters) = 0;
+  virtual bus_status delete_queue_consumer(const std::string& queue) = 0;  // not found is ok
+  virtual bus_result<bus::queue_info> queue_info(const std::string& queue) = 0;
+  // Drops this queue's pending messages (the stream is shared): the durable is deleted and
+  // recreated with the same filters. Messages delivered but not yet acked are dropped too
+  // (their later ack is a no-op). Returns how many were pending.
+  virtual bus_result<std::uint64_t> purge_queue(const std::string& queue,
+                                                const consumer_filters& filters) = 0;
+
+  // ---- publishing (non-blocking, pipelined) ---------------------------------------------
+  // `done` is posted to `ex` exactly once: ok = stored in stream AMQP; error = the bus's
+  // refusal (e.g. no stream matches, max payload, timeout). Publishes beyond
+  // max_publish_in_flight wait in the client; the caller bounds memory by watching
+  // publish_backlog() (e.g. stop reading its socket above a threshold).
+  virtual void publish(std::string subject, std::string amqp_props_b64, std::string body,
+                       boost::asio::any_io_executor ex, std::function<void(bus_status)> done) = 0;
+  virtual std::size_t publish_backlog() const = 0;  // in flight + waiting
+
+  // ---- pulling --------------------------------------------------------------------------
+  virtual std::shared_ptr<puller> make_puller(const std::string& queue,
+                                              boost::asio::any_io_executor ex,
+                                              std::function<void(delivery)> on_delivery,
+                                              std::function<void(pull_event)> on_event) = 0;
+  // Fire-and-forget settlement of a delivery (its `reply`). Non-blocking.
+  virtual void ack(const std::string& reply) = 0;
+  virtual void nak(const std::string& reply) = 0;
+  virtual void term(const std::string& reply) = 0;
+
+  // ---- blocking work off the io threads ----------------------------------------------------
+  // Runs `work()` on the client's worker pool and posts `done(result)` to completion_ex.
+  template <class Work, class Done>
+  void run_blocking(boost::asio::any_io_executor completion_ex, Work work, Done done) {
+    boost::asio::post(worker_executor(), [self = shared_from_this(), completion_ex,
+                                          work = std::move(work), done = std::move(done)]() mutable {
+      auto r = work();
+      boost::asio::post(completion_ex, [r = std::move(r), done = std::move(done)]() mutable {
+        done(std::move(r));
+      });
+    });
+  }
+  virtual boost::asio::any_io_executor worker_executor() = 0;
+
+  // Idempotent; flushes pending publishes/acks (bounded), ends the watch and pullers, fails
+  // outstanding publishes with "bus closed". nats.c's library-global state (nats_Open) is
+  // never closed: the host may unload the plugin while another user of libnats remains, so
+  // instead libnats is pinned in memory (RTLD_NODELETE) and its threads live until exit.
+  virtual void close() = 0;
+
+ protected:
+  client() = default;
+  std::int64_t max_payload_ = 0;
+  bool multi_filter_ = false;
+};
+
+}  // namespace amqp::bus

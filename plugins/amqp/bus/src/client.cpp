@@ -1,0 +1,195 @@
+// client::open (the mount steps in order), pipelined publishing and close.
+#include <boost/asio/post.hpp>
+
+#include "client_impl.hpp"
+#include "error.hpp"
+#include "watch_state.hpp"
+
+namespace amqp::bus {
+
+bus_result<std::shared_ptr<client>> client::open(const client_options& options) {
+  auto c = std::make_shared<detail::client_impl>(options);
+  using step_fn = bus_status (detail::client_impl::*)();
+  for (step_fn step : {&detail::client_impl::dial, &detail::client_impl::ensure_stream,
+                       &detail::client_impl::ensure_bucket, &detail::client_impl::detect_strategy,
+                       &detail::client_impl::start_inbox}) {
+    if (auto done = (c.get()->*step)(); !done) {
+      c->close();
+      return done.error();
+    }
+  }
+  return std::shared_ptr<client>{std::move(c)};
+}
+
+std::int64_t client::max_payload() const { return max_payload_; }
+bool client::multi_filter() const { return multi_filter_; }
+
+}  // namespace amqp::bus
+
+namespace amqp::bus::detail {
+
+namespace {
+constexpr std::chrono::milliseconds sweep_period{250};
+}
+
+void client_impl::publish(std::string subject, std::string amqp_props_b64, std::string body,
+                          boost::asio::any_io_executor ex, std::function<void(bus_status)> done) {
+  const std::uint64_t id = next_id_++;
+  pending_publish p{std::move(subject), std::move(amqp_props_b64), std::move(body), std::move(ex), std::move(done), {}};
+  std::unique_lock lock{mutex_};
+  if (closed_) {
+    lock.unlock();
+    boost::asio::post(p.ex, [done = std::move(p.done)] { done(failure("publish", "bus client is closed")); });
+    return;
+  }
+  // FIFO: while anything waits, newcomers wait behind it, so publish order is send order.
+  if (!waiting_.empty() || in_flight_.size() >= options_.max_publish_in_flight) {
+    waiting_.emplace_back(id, std::move(p));
+    return;
+  }
+  p.sent_at = std::chrono::steady_clock::now();
+  // Sent under the lock so that two publishers cannot overtake each other between the
+  // decision and the socket; natsConnection_PublishMsg only appends to nats.c's buffer.
+  auto [it, inserted] = in_flight_.emplace(id, std::move(p));
+  if (auto sent = send_publish(id, it->second); !sent) {
+    auto failed = std::move(it->second);
+    in_flight_.erase(it);
+    lock.unlock();
+    boost::asio::post(failed.ex, [done = std::move(failed.done), err = sent.error()] { done(err); });
+    return;
+  }
+  arm_publish_sweep();
+}
+
+std::size_t client_impl::publish_backlog() const {
+  std::lock_guard lock{mutex_};
+  return in_flight_.size() + waiting_.size();
+}
+
+bus_status client_impl::send_publish(std::uint64_t id, const pending_publish& p) {
+  const std::string step = "publish to " + p.subject;
+  const std::string reply = inbox_ + ".a." + std::to_string(id);
+  natsMsg* raw = nullptr;
+  natsStatus s = natsMsg_Create(&raw, p.subject.c_str(), reply.c_str(), p.body.data(), static_cast<int>(p.body.size()));
+  msg_ptr msg{raw};
+  if (s == NATS_OK && !p.props_b64.empty()) s = natsMsgHeader_Set(msg.get(), props_header, p.props_b64.c_str());
+  if (s == NATS_OK) s = natsConnection_PublishMsg(conn_.get(), msg.get());
+  if (s != NATS_OK) return nats_failure(step, s);
+  return bus_ok();
+}
+
+void client_impl::complete_publish(std::uint64_t id, bus_status status) {
+  pending_publish p;
+  {
+    std::lock_guard lock{mutex_};
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end()) return;  // already timed out or failed by close()
+    p = std::move(it->second);
+    in_flight_.erase(it);
+    send_waiting_locked();
+  }
+  boost::asio::post(p.ex, [done = std::move(p.done), status = std::move(status)]() mutable { done(std::move(status)); });
+}
+
+// With mutex_ held: move waiting publishes onto the wire while there is room.
+void client_impl::send_waiting_locked() {
+  while (!waiting_.empty() && in_flight_.size() < options_.max_publish_in_flight && !closed_) {
+    auto [id, p] = std::move(waiting_.front());
+    waiting_.pop_front();
+    p.sent_at = std::chrono::steady_clock::now();
+    auto [it, inserted] = in_flight_.emplace(id, std::move(p));
+    if (auto sent = send_publish(id, it->second); !sent) {
+      boost::asio::post(it->second.ex, [done = std::move(it->second.done), err = sent.error()] { done(err); });
+      in_flight_.erase(it);
+    }
+  }
+  arm_publish_sweep();
+}
+
+// With mutex_ held. A pub ack that never comes (bus gone, reconnecting) must still end in
+// exactly one `done`: a periodic sweep fails publishes older than publish_timeout.
+void client_impl::arm_publish_sweep() {
+  if (sweep_armed_ || in_flight_.empty() || !sweep_timer_) return;
+  sweep_armed_ = true;
+  sweep_timer_->expires_after(sweep_period);
+  std::weak_ptr<client> weak = weak_from_this();
+  sweep_timer_->async_wait([weak](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) static_cast<client_impl*>(self.get())->sweep_publishes();
+  });
+}
+
+void client_impl::sweep_publishes() {
+  std::vector<pending_publish> expired;
+  {
+    std::lock_guard lock{mutex_};
+    sweep_armed_ = false;
+    const auto cutoff = std::chrono::steady_clock::now() - options_.publish_timeout;
+    for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+      if (it->second.sent_at > cutoff) {
+        ++it;
+        continue;
+      }
+      expired.push_back(std::move(it->second));
+      it = in_flight_.erase(it);
+    }
+    send_waiting_locked();
+    arm_publish_sweep();
+  }
+  for (auto& p : expired) {
+    auto err = failure("publish to " + p.subject, "the bus did not confirm within " +
+                                                      std::to_string(options_.publish_timeout.count()) + " ms");
+    err.kind = bus_errc::timeout;
+    boost::asio::post(p.ex, [done = std::move(p.done), err = std::move(err)] { done(err); });
+  }
+}
+
+void client_impl::fail_all_publishes(const std::string& why) {
+  std::vector<pending_publish> all;
+  {
+    std::lock_guard lock{mutex_};
+    for (auto& [id, p] : in_flight_) all.push_back(std::move(p));
+    for (auto& [id, p] : waiting_) all.push_back(std::move(p));
+    in_flight_.clear();
+    waiting_.clear();
+  }
+  for (auto& p : all)
+    boost::asio::post(p.ex, [done = std::move(p.done), err = failure("publish to " + p.subject, why)] { done(err); });
+}
+
+void client_impl::close() {
+  if (closed_.exchange(true)) return;
+  std::vector<std::shared_ptr<puller_impl>> pullers;
+  std::vector<std::shared_ptr<topology_watch::state>> watches;
+  {
+    std::lock_guard lock{mutex_};
+    for (auto& [id, weak] : pullers_)
+      if (auto p = weak.lock()) pullers.push_back(std::move(p));
+    for (auto& weak : watches_)
+      if (auto w = weak.lock()) watches.push_back(std::move(w));
+    watches_.clear();
+  }
+  for (auto& p : pullers) p->stop();
+  for (auto& w : watches) w->stop();
+  if (conn_) natsConnection_FlushTimeout(conn_.get(), 1000);  // pending acks reach the server
+  if (inbox_sub_) {
+    // Wait (bounded) until the subscription's callback can no longer run: it uses `this`.
+    if (natsSubscription_Unsubscribe(inbox_sub_.get()) == NATS_OK) {
+      std::unique_lock lock{inbox_done_mutex_};
+      inbox_done_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return inbox_done_; });
+    }
+  }
+  fail_all_publishes("the bus client was closed before the bus confirmed");
+  {
+    std::lock_guard lock{mutex_};
+    if (sweep_timer_) sweep_timer_->cancel();
+    sweep_timer_.reset();
+  }
+  if (conn_) natsConnection_Close(conn_.get());
+  inbox_sub_.reset();
+  kv_.reset();
+  js_.reset();
+  conn_.reset();
+}
+
+}  // namespace amqp::bus::detail

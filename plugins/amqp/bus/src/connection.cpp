@@ -1,0 +1,171 @@
+// Dialing the bus and the blocking JetStream API request every management call goes through.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "client_impl.hpp"
+#include "error.hpp"
+
+namespace amqp::bus::detail {
+
+namespace {
+
+// nats.c has library-global threads and state (nats_Open). The host may unload this plugin
+// while the process lives on; closing the library under another user of libnats would break
+// it, and unloading libnats while its threads run would crash. So: open once, never close,
+// and pin libnats in memory for the life of the process.
+natsStatus open_library_once() {
+  static const natsStatus status = [] {
+    natsStatus s = nats_Open(-1);
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&nats_Open), &info) != 0 && info.dli_fname != nullptr) {
+      // RTLD_NOLOAD: only marks the already-loaded libnats as never-unloaded.
+      dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    }
+    return s;
+  }();
+  return status;
+}
+
+std::vector<std::string> split_servers(const std::string& url) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= url.size()) {
+    std::size_t comma = url.find(',', start);
+    if (comma == std::string::npos) comma = url.size();
+    std::string one = url.substr(start, comma - start);
+    one.erase(0, one.find_first_not_of(" \t"));
+    one.erase(one.find_last_not_of(" \t") + 1);
+    if (!one.empty()) out.push_back(std::move(one));
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* const no_jetstream_text =
+    "JetStream is not enabled on the bus (nothing answers $JS.API): start nats-server with -js "
+    "or enable jetstream in its configuration";
+
+client_impl::client_impl(client_options options)
+    : options_(std::move(options)),
+      workers_(std::make_unique<boost::asio::thread_pool>(
+          static_cast<std::size_t>(std::max(1, options_.worker_threads)))) {
+  servers_ = split_servers(options_.url);
+  url_text_ = options_.url;
+}
+
+client_impl::~client_impl() {
+  close();
+  workers_->stop();
+  // The last reference may drop inside a worker task (run_blocking); a pool cannot join its
+  // own thread, so that thread is left to finish on its own and the pool is joined elsewhere.
+  if (workers_->get_executor().running_in_this_thread()) {
+    std::thread([pool = std::move(workers_)] { pool->join(); }).detach();
+  } else {
+    workers_->join();
+  }
+}
+
+int client_impl::request_timeout_ms() const {
+  return static_cast<int>(std::max<std::int64_t>(1, options_.request_timeout.count()));
+}
+
+int client_impl::remaining_ms() const {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      options_.deadline - std::chrono::steady_clock::now());
+  return static_cast<int>(std::clamp<std::int64_t>(left.count(), 1, 24 * 3600 * 1000));
+}
+
+bus_status client_impl::dial() {
+  const std::string step = "dial " + url_text_;
+  if (servers_.empty()) return failure(step, "no bus URL given: set CLOUD_PUBSUB_URL or mount pubsub first");
+  if (natsStatus s = open_library_once(); s != NATS_OK) return nats_failure("nats library", s);
+
+  natsOptions* raw = nullptr;
+  if (natsStatus s = natsOptions_Create(&raw); s != NATS_OK) return nats_failure(step, s);
+  options_ptr opts{raw};
+  std::vector<const char*> urls;
+  for (const auto& u : servers_) urls.push_back(u.c_str());
+  natsStatus s = natsOptions_SetServers(opts.get(), urls.data(), static_cast<int>(urls.size()));
+  if (s == NATS_OK) s = natsOptions_SetNoRandomize(opts.get(), true);
+  // Pullers each own a subscription; the library's delivery pool serves them all, so the
+  // number of threads does not grow with consumers.
+  if (s == NATS_OK) s = natsOptions_UseGlobalMessageDelivery(opts.get(), true);
+  if (s == NATS_OK) s = natsOptions_SetTimeout(opts.get(), remaining_ms());
+  if (s == NATS_OK) s = natsOptions_SetName(opts.get(), options_.connection_name.c_str());
+  // Keep reconnecting forever: the adaptor outlives a bus restart (publishes time out
+  // meanwhile instead of the process dying).
+  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts.get(), -1);
+  if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts.get(), 500);
+  if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts.get(), &client_impl::on_reconnected, this);
+  if (s == NATS_OK && !options_.creds_file.empty())
+    s = natsOptions_SetUserCredentialsFromFiles(opts.get(), options_.creds_file.c_str(), nullptr);
+  if (s != NATS_OK) return nats_failure(step, s);
+
+  natsConnection* nc = nullptr;
+  s = natsConnection_Connect(&nc, opts.get());
+  if (s != NATS_OK) return nats_failure(step, s);
+  conn_.reset(nc);
+  if (std::chrono::steady_clock::now() > options_.deadline)
+    return failure(step, "connected only after the startup deadline had passed");
+  max_payload_ = natsConnection_GetMaxPayload(conn_.get());
+
+  jsCtx* js = nullptr;
+  if (s = natsConnection_JetStream(&js, conn_.get(), nullptr); s != NATS_OK) return nats_failure(step, s);
+  js_.reset(js);
+  return bus_ok();
+}
+
+bus_result<json> parse_api_reply(std::string_view step, natsMsg* reply) {
+  if (natsMsg_IsNoResponders(reply)) return failure(step, no_jetstream_text);
+  const char* data = natsMsg_GetData(reply);
+  const int len = natsMsg_GetDataLength(reply);
+  json body = json::parse(data, data + len, nullptr, false);
+  if (body.is_discarded() || !body.is_object())
+    return failure(step, "the JetStream API answered with something that is not a JSON object");
+  if (auto it = body.find("error"); it != body.end() && it->is_object()) {
+    const int js_code = it->value("err_code", 0);
+    std::string text = it->value("description", std::string{"unknown error"});
+    bus_errc kind = bus_errc::failed;
+    if (js_code == JSConsumerNotFoundErr || js_code == JSStreamNotFoundErr || js_code == 10037)
+      kind = bus_errc::not_found;  // 10037: no message found
+    if (js_code == JSStreamWrongLastSequenceErr) kind = bus_errc::conflict;
+    if (js_code == JSNotEnabledErr || js_code == JSNotEnabledForAccountErr)
+      text += ": enable JetStream on the bus (nats-server -js)";
+    return failure(step, text + " [JetStream error " + std::to_string(js_code) + "]", kind, js_code);
+  }
+  return body;
+}
+
+bus_result<json> client_impl::api(std::string_view step, const std::string& api_subject,
+                                  const json& body) {
+  if (closed_) return failure(step, "bus client is closed");
+  const std::string payload = body.is_null() ? std::string{} : body.dump();
+  natsMsg* raw = nullptr;
+  natsStatus s = natsConnection_Request(&raw, conn_.get(), ("$JS.API." + api_subject).c_str(),
+                                        payload.data(), static_cast<int>(payload.size()),
+                                        request_timeout_ms());
+  msg_ptr reply{raw};
+  if (s == NATS_NO_RESPONDERS) return failure(step, no_jetstream_text);
+  if (s != NATS_OK) return nats_failure(step, s);
+  return parse_api_reply(step, reply.get());
+}
+
+void client_impl::on_reconnected(natsConnection*, void* closure) {
+  // nats thread: only hand the news to each puller's executor. Pull requests that were
+  // outstanding died with the old connection; the owners re-arm on this event.
+  auto* self = static_cast<client_impl*>(closure);
+  std::vector<std::shared_ptr<puller_impl>> live;
+  {
+    std::lock_guard lock{self->mutex_};
+    for (auto& [id, weak] : self->pullers_)
+      if (auto p = weak.lock()) live.push_back(std::move(p));
+  }
+  for (auto& p : live) p->post_event(pull_event{pull_status::consumer_gone, 0,
+                                                "bus connection re-established; outstanding pull requests were lost"});
+}
+
+}  // namespace amqp::bus::detail

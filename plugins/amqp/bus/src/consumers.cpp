@@ -1,0 +1,129 @@
+// One durable pull consumer per queue (HIP-1326 §2), configured as raw JetStream API JSON
+// because nats.c cannot express MaxAckPending = -1 (DESIGN §5).
+#include <algorithm>
+
+#include "client_impl.hpp"
+#include "error.hpp"
+
+namespace amqp::bus::detail {
+
+namespace {
+
+constexpr std::int64_t ack_wait_ns = 5LL * 60 * 1'000'000'000;  // five minutes (HIP-1326 §2)
+constexpr int max_waiting_pulls = 4096;  // outstanding pull requests per queue
+
+// A consumer name is one subject token and may not contain these.
+bool valid_queue_name(const std::string& q) {
+  if (q.empty() || q.size() > 255) return false;
+  return std::none_of(q.begin(), q.end(), [](char c) {
+    return c == '.' || c == '*' || c == '>' || c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\0';
+  });
+}
+
+std::string consumer_step(const char* what, const std::string& queue) {
+  return std::string{what} + " consumer for queue " + queue;
+}
+
+std::vector<std::string> returned_filters(const json& config) {
+  std::vector<std::string> out;
+  if (auto it = config.find("filter_subjects"); it != config.end() && it->is_array())
+    for (const auto& f : *it)
+      if (f.is_string()) out.push_back(f.get<std::string>());
+  if (auto it = config.find("filter_subject"); it != config.end() && it->is_string() && !it->get<std::string>().empty())
+    out.push_back(it->get<std::string>());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string describe(const std::vector<std::string>& filters) {
+  if (filters.empty()) return "no filter (every message of the stream)";
+  std::string out;
+  for (const auto& f : filters) out += (out.empty() ? "" : ", ") + f;
+  return out;
+}
+
+}  // namespace
+
+json client_impl::consumer_config(const std::string& queue, const consumer_filters& filters) const {
+  json config = {{"durable_name", queue},
+                 {"deliver_policy", "new"},
+                 {"ack_policy", "explicit"},
+                 {"ack_wait", ack_wait_ns},
+                 {"max_deliver", -1},
+                 {"max_ack_pending", -1},  // prefetch is the channel's, not the queue's (§3)
+                 {"max_waiting", max_waiting_pulls},
+                 {"replay_policy", "instant"}};
+  if (multi_filter_ && filters.exact.size() > 1)
+    config["filter_subjects"] = filters.exact;
+  else
+    config["filter_subject"] = multi_filter_ && filters.exact.size() == 1 ? filters.exact.front() : filters.cover;
+  return config;
+}
+
+// No silent unfiltered consumer: what the server stored must be exactly what was asked.
+bus_status client_impl::check_filters(const std::string& queue, const consumer_filters& filters,
+                                      const json& returned) const {
+  std::vector<std::string> wanted;
+  if (multi_filter_ && !filters.exact.empty())
+    wanted = filters.exact;
+  else
+    wanted = {filters.cover};
+  std::sort(wanted.begin(), wanted.end());
+  const auto got = returned_filters(returned.value("config", json::object()));
+  if (got == wanted) return bus_ok();
+  return failure(consumer_step("create", queue),
+                 "the bus stored filter " + describe(got) + " where " + describe(wanted) +
+                     " was asked; the consumer is not used");
+}
+
+bus_status client_impl::ensure_queue_consumer(const std::string& queue, const consumer_filters& filters) {
+  const std::string step = consumer_step("create", queue);
+  if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word (no '.', '*', '>' or blanks)");
+  const bool have_filter = multi_filter_ ? !filters.exact.empty() || !filters.cover.empty() : !filters.cover.empty();
+  if (!have_filter) return failure(step, "no filter subject given; a queue consumer without one would read every message");
+  const std::string api_subject = std::string{"CONSUMER.DURABLE.CREATE."} + stream_name + "." + queue;
+  // The durable create both creates and, when the consumer exists, updates it (filters
+  // change on bind/unbind).
+  auto created = api(step, api_subject, json{{"stream_name", stream_name}, {"config", consumer_config(queue, filters)}});
+  if (!created) return created.error();
+  if (auto checked = check_filters(queue, filters, *created); !checked) {
+    // Never leave a consumer with a wrong filter collecting messages.
+    (void)delete_queue_consumer(queue);
+    return checked;
+  }
+  return bus_ok();
+}
+
+bus_status client_impl::delete_queue_consumer(const std::string& queue) {
+  const std::string step = consumer_step("delete", queue);
+  if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word");
+  auto deleted = api(step, std::string{"CONSUMER.DELETE."} + stream_name + "." + queue, nullptr);
+  if (!deleted && deleted.error().kind != bus_errc::not_found) return deleted.error();
+  return bus_ok();
+}
+
+bus_result<bus::queue_info> client_impl::queue_info(const std::string& queue) {
+  const std::string step = consumer_step("inspect", queue);
+  if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word");
+  auto info = api(step, std::string{"CONSUMER.INFO."} + stream_name + "." + queue, nullptr);
+  if (!info) return info.error();
+  bus::queue_info out;
+  out.num_pending = info->value("num_pending", std::uint64_t{0});
+  out.num_ack_pending = info->value("num_ack_pending", std::uint64_t{0});
+  out.num_waiting = info->value("num_waiting", std::uint64_t{0});
+  out.delivered_consumer_seq = info->value("delivered", json::object()).value("consumer_seq", std::uint64_t{0});
+  return out;
+}
+
+bus_result<std::uint64_t> client_impl::purge_queue(const std::string& queue, const consumer_filters& filters) {
+  // The stream is shared by every queue, so purging the stream is not an option: dropping
+  // the durable drops this queue's interest (interest retention removes what only it held),
+  // and recreating it with DeliverNew starts the queue empty.
+  auto info = queue_info(queue);
+  if (!info) return info.error();
+  if (auto deleted = delete_queue_consumer(queue); !deleted) return deleted.error();
+  if (auto created = ensure_queue_consumer(queue, filters); !created) return created.error();
+  return info->num_pending;
+}
+
+}  // namespace amqp::bus::detail

@@ -1,0 +1,46 @@
+#include "error.hpp"
+
+namespace amqp::bus::detail {
+
+namespace {
+
+bus_errc kind_of(natsStatus s, int js_code) {
+  if (js_code == JSStreamWrongLastSequenceErr) return bus_errc::conflict;
+  if (js_code == JSConsumerNotFoundErr || js_code == JSStreamNotFoundErr) return bus_errc::not_found;
+  switch (s) {
+    case NATS_NOT_FOUND: return bus_errc::not_found;
+    case NATS_TIMEOUT: return bus_errc::timeout;
+    default: return bus_errc::failed;
+  }
+}
+
+}  // namespace
+
+bus_error nats_failure(std::string_view step, natsStatus s, jsErrCode js_code) {
+  std::string text{step};
+  text += ": ";
+  text += natsStatus_GetText(s);
+  natsStatus last = NATS_OK;
+  const char* detail = nats_GetLastError(&last);
+  // The thread-local last error may belong to an older call; only trust it for this status.
+  if (detail != nullptr && *detail != '\0' && last == s) {
+    std::string_view d{detail};
+    if (d != natsStatus_GetText(s)) {
+      text += " (";
+      text += d;
+      text += ')';
+    }
+  }
+  const int code = static_cast<int>(js_code);
+  if (code != 0) text += " [JetStream error " + std::to_string(code) + "]";
+  return bus_error{std::move(text), code, kind_of(s, code)};
+}
+
+bus_error failure(std::string_view step, std::string_view cause, bus_errc kind, int js_code) {
+  std::string text{step};
+  text += ": ";
+  text += cause;
+  return bus_error{std::move(text), js_code, kind};
+}
+
+}  // namespace amqp::bus::detail

@@ -1,0 +1,115 @@
+// Mount steps after dialing: stream AMQP, bucket amqp, the consumer-strategy probe.
+#include <algorithm>
+
+#include "client_impl.hpp"
+#include "error.hpp"
+
+namespace amqp::bus::detail {
+
+namespace {
+
+constexpr std::int64_t ns_per_second = 1'000'000'000;
+
+std::string join(const json& list) {
+  std::string out = "[";
+  for (const auto& item : list) {
+    if (out.size() > 1) out += ", ";
+    out += item.is_string() ? item.get<std::string>() : item.dump();
+  }
+  return out + "]";
+}
+
+// What differs between an existing AMQP stream and what the adaptor needs; empty = fine.
+// Only properties the adaptor's semantics depend on are compared; sizes, ages and
+// replicas are the operator's to tune and are left as found.
+std::string stream_mismatch(const json& config) {
+  const json subjects = config.value("subjects", json::array());
+  if (subjects != json::array({stream_subjects}))
+    return "its subjects are " + join(subjects) + ", expected [" + stream_subjects + "]";
+  const std::string retention = config.value("retention", std::string{"limits"});
+  if (retention != "interest")
+    return "its retention is " + retention + ", expected interest (a message leaves once every "
+           "queue holding it has acked it)";
+  return {};
+}
+
+}  // namespace
+
+bus_status client_impl::ensure_stream() {
+  const std::string step = std::string{"stream "} + stream_name;
+  auto info = api(step, std::string{"STREAM.INFO."} + stream_name, nullptr);
+  if (info) {
+    const std::string differs = stream_mismatch(info->value("config", json::object()));
+    if (differs.empty()) return bus_ok();
+    return failure(step, "a stream named " + std::string{stream_name} + " already exists and " +
+                             differs + "; it is left untouched: delete or fix it, or point "
+                             "CLOUD_PUBSUB_URL at another bus");
+  }
+  if (info.error().kind != bus_errc::not_found) return info.error();
+
+  json config = {{"name", stream_name},
+                 {"subjects", {stream_subjects}},
+                 {"retention", "interest"},
+                 {"storage", "file"},
+                 {"discard", "old"},
+                 {"num_replicas", options_.replicas},
+                 {"max_bytes", options_.max_bytes},
+                 {"max_age", options_.max_age_seconds * ns_per_second}};
+  auto created = api(step, std::string{"STREAM.CREATE."} + stream_name, config);
+  if (!created) return created.error();
+  return bus_ok();
+}
+
+bus_status client_impl::ensure_bucket() {
+  const std::string step = std::string{"bucket "} + bucket_name;
+  const std::string kv_stream = std::string{"KV_"} + bucket_name;
+  const std::string kv_subjects = std::string{"$KV."} + bucket_name + ".>";
+  auto info = api(step, "STREAM.INFO." + kv_stream, nullptr);
+  if (!info && info.error().kind != bus_errc::not_found) return info.error();
+  if (info) {
+    const json subjects = info->value("config", json::object()).value("subjects", json::array());
+    if (subjects != json::array({kv_subjects}))
+      return failure(step, "stream " + kv_stream + " already exists with subjects " + join(subjects) +
+                               ", so it is not a key-value bucket named " + bucket_name +
+                               ": delete that stream, or point CLOUD_PUBSUB_URL at another bus");
+  } else {
+    kvConfig cfg;
+    kvConfig_Init(&cfg);
+    cfg.Bucket = bucket_name;
+    cfg.History = 1;
+    cfg.StorageType = js_FileStorage;
+    cfg.Replicas = options_.replicas;
+    kvStore* created = nullptr;
+    if (natsStatus s = js_CreateKeyValue(&created, js_.get(), &cfg); s != NATS_OK)
+      return nats_failure(step + ": creating it failed", s);
+    kvStore_Destroy(created);
+  }
+  kvStore* kv = nullptr;
+  if (natsStatus s = js_KeyValue(&kv, js_.get(), bucket_name); s != NATS_OK)
+    return nats_failure(step + ": opening it failed", s);
+  kv_.reset(kv);
+  return bus_ok();
+}
+
+// nats-server 2.9 silently drops filter_subjects (DESIGN §5). Ask for two and see whether
+// the server kept them; the probe is deleted at once either way.
+bus_status client_impl::detect_strategy() {
+  const std::string step = "consumer probe";
+  json config = {{"deliver_policy", "new"},
+                 {"ack_policy", "explicit"},
+                 {"inactive_threshold", 5 * ns_per_second},
+                 {"filter_subjects", {"amqp._probe.a", "amqp._probe.b"}}};
+  auto created = api(step, std::string{"CONSUMER.CREATE."} + stream_name,
+                     json{{"stream_name", stream_name}, {"config", config}});
+  if (!created) return created.error();
+  const std::string name = created->value("name", std::string{});
+  const json kept = created->value("config", json::object()).value("filter_subjects", json::array());
+  multi_filter_ = kept.size() == 2;
+  if (!name.empty()) {
+    auto deleted = api(step, std::string{"CONSUMER.DELETE."} + stream_name + "." + name, nullptr);
+    if (!deleted && deleted.error().kind != bus_errc::not_found) return deleted.error();
+  }
+  return bus_ok();
+}
+
+}  // namespace amqp::bus::detail

@@ -1,0 +1,231 @@
+// Publish → pull → settle, against the real server, with interest retention.
+#include <boost/asio/io_context.hpp>
+#include <doctest/doctest.h>
+
+#include <deque>
+#include <thread>
+
+#include "nats_server.hpp"
+
+using namespace amqp::bus;
+using namespace amqp::bus::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct harness {
+  nats_server server;
+  std::shared_ptr<client> bus;
+  boost::asio::io_context io;
+
+  explicit harness(std::size_t max_in_flight = 4096) {
+    auto o = options_for(server.url());
+    o.max_publish_in_flight = max_in_flight;
+    auto c = client::open(o);
+    REQUIRE_MESSAGE(c.ok(), c.error().text);
+    bus = *c;
+  }
+  ~harness() { bus->close(); }
+
+  // Runs the io_context until `done()` or the timeout.
+  template <class Pred>
+  bool run_until(Pred done, std::chrono::milliseconds timeout = 5s) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (!done() && std::chrono::steady_clock::now() < until) {
+      io.run_for(10ms);
+      io.restart();
+    }
+    return done();
+  }
+
+  bus_status publish_one(const std::string& subject, const std::string& props, const std::string& body) {
+    std::optional<bus_status> result;
+    bus->publish(subject, props.empty() ? "" : base64_encode(props), body, io.get_executor(),
+                 [&](bus_status s) { result = std::move(s); });
+    REQUIRE(run_until([&] { return result.has_value(); }));
+    return *result;
+  }
+
+  std::uint64_t stream_messages() { return server.api("STREAM.INFO.AMQP")["state"]["messages"].get<std::uint64_t>(); }
+};
+
+struct collector {
+  std::deque<delivery> deliveries;
+  std::deque<pull_event> events;
+  std::shared_ptr<puller> p;
+  collector(harness& h, const std::string& queue) {
+    p = h.bus->make_puller(queue, h.io.get_executor(), [this](delivery d) { deliveries.push_back(std::move(d)); },
+                           [this](pull_event e) { events.push_back(std::move(e)); });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("publish → pull → ack round trip keeps body and properties; the acked message leaves") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("jobs", {{"amqp.d.jobs"}, "amqp.d.jobs"}).ok());
+  const std::string props{"\x90\x00\x0atext/plain\x02", 14};
+  auto published = h.publish_one("amqp.d.jobs", props, "hello");
+  REQUIRE_MESSAGE(published.ok(), published.error().text);
+  CHECK(h.stream_messages() == 1);
+
+  collector col(h, "jobs");
+  col.p->request(10, 2s);
+  REQUIRE(h.run_until([&] { return !col.deliveries.empty(); }));
+  const delivery d = col.deliveries.front();
+  CHECK(d.subject == "amqp.d.jobs");
+  CHECK(d.body == "hello");
+  CHECK(d.amqp_props == props);
+  CHECK(d.delivered == 1);
+  CHECK(d.stream_seq == 1);
+  CHECK(d.pending == 0);
+
+  h.bus->ack(d.reply);
+  REQUIRE(h.run_until([&] { return h.stream_messages() == 0; }));  // interest retention
+  auto info = h.bus->queue_info("jobs");
+  REQUIRE(info.ok());
+  CHECK(info->num_ack_pending == 0);
+  col.p->stop();
+}
+
+TEST_CASE("nak redelivers with delivered = 2; term removes") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("work", {{"amqp.d.work"}, "amqp.d.work"}).ok());
+  REQUIRE(h.publish_one("amqp.d.work", "", "task").ok());
+  collector col(h, "work");
+  col.p->request(1, 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 1; }));
+  CHECK(col.deliveries[0].amqp_props.empty());
+  h.bus->nak(col.deliveries[0].reply);
+  col.p->request(1, 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 2; }));
+  CHECK(col.deliveries[1].delivered == 2);
+  CHECK(col.deliveries[1].stream_seq == col.deliveries[0].stream_seq);
+  CHECK(col.deliveries[1].body == "task");
+
+  h.bus->term(col.deliveries[1].reply);
+  REQUIRE(h.run_until([&] { return h.stream_messages() == 0; }));
+  col.p->request(1, 300ms);
+  REQUIRE(h.run_until([&] { return !col.events.empty(); }));
+  CHECK(col.events.front().status == pull_status::request_expired);
+  CHECK(col.events.front().code == 408);
+  CHECK(col.deliveries.size() == 2);
+}
+
+TEST_CASE("no_wait pull on an empty queue answers 404 no messages") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("empty", {{"amqp.d.empty"}, "amqp.d.empty"}).ok());
+  collector col(h, "empty");
+  col.p->request(1, 0ms);
+  REQUIRE(h.run_until([&] { return !col.events.empty(); }));
+  CHECK(col.events.front().status == pull_status::no_messages);
+}
+
+TEST_CASE("a pull on a deleted queue reports the consumer gone") {
+  harness h;
+  collector col(h, "ghost");
+  col.p->request(1, 1s);
+  REQUIRE(h.run_until([&] { return !col.events.empty(); }));
+  CHECK(col.events.front().status == pull_status::consumer_gone);
+}
+
+TEST_CASE("interest retention: a message published while no queue holds it is not kept") {
+  harness h;
+  auto r = h.publish_one("amqp.d.nobody", "", "lost");
+  REQUIRE_MESSAGE(r.ok(), r.error().text);  // the bus stored it, then dropped it: nobody is interested
+  CHECK(h.stream_messages() == 0);
+  REQUIRE(h.bus->ensure_queue_consumer("late", {{"amqp.d.nobody"}, "amqp.d.nobody"}).ok());
+  auto info = h.bus->queue_info("late");
+  REQUIRE(info.ok());
+  CHECK(info->num_pending == 0);
+}
+
+TEST_CASE("a publish no stream stores is refused through done") {
+  harness h;
+  auto r = h.publish_one("elsewhere.x", "", "body");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().text.find("no JetStream stream stores this subject") != std::string::npos);
+}
+
+TEST_CASE("1,000 pipelined publishes all complete, beyond the in-flight bound") {
+  harness h{64};
+  REQUIRE(h.bus->ensure_queue_consumer("bulk", {{"amqp.d.bulk"}, "amqp.d.bulk"}).ok());
+  int ok = 0;
+  int failed = 0;
+  std::vector<int> order;
+  for (int i = 0; i < 1000; ++i)
+    h.bus->publish("amqp.d.bulk", "", std::to_string(i), h.io.get_executor(), [&, i](bus_status s) {
+      (s.ok() ? ok : failed) += 1;
+      order.push_back(i);
+    });
+  CHECK(h.bus->publish_backlog() > 0);
+  REQUIRE(h.run_until([&] { return ok + failed == 1000; }, 20s));
+  CHECK(ok == 1000);
+  CHECK(h.bus->publish_backlog() == 0);
+  auto info = h.bus->queue_info("bulk");
+  REQUIRE(info.ok());
+  CHECK(info->num_pending == 1000);
+  // Stored in publish order.
+  collector col(h, "bulk");
+  col.p->request(1000, 5s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 1000; }, 20s));
+  bool in_order = true;
+  for (std::size_t i = 0; i < col.deliveries.size(); ++i) in_order = in_order && col.deliveries[i].body == std::to_string(i);
+  CHECK(in_order);
+}
+
+TEST_CASE("purge_queue drops only that queue's pending messages") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("a", {{"amqp.f.>", "amqp.f"}, "amqp.f.>"}).ok());
+  REQUIRE(h.bus->ensure_queue_consumer("b", {{"amqp.f.>", "amqp.f"}, "amqp.f.>"}).ok());
+  for (int i = 0; i < 3; ++i) REQUIRE(h.publish_one("amqp.f.x", "", "m").ok());
+  auto purged = h.bus->purge_queue("a", {{"amqp.f.>", "amqp.f"}, "amqp.f.>"});
+  REQUIRE_MESSAGE(purged.ok(), purged.error().text);
+  CHECK(*purged == 3);
+  CHECK(h.bus->queue_info("a")->num_pending == 0);
+  CHECK(h.bus->queue_info("b")->num_pending == 3);
+  CHECK(h.stream_messages() == 3);
+}
+
+TEST_CASE("after stop, a puller's callbacks never run and its late messages go back") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("s", {{"amqp.d.s"}, "amqp.d.s"}).ok());
+  collector col(h, "s");
+  col.p->request(1, 3s);
+  h.run_until([] { return false; }, 200ms);  // the request reaches the server
+  col.p->stop();
+  REQUIRE(h.publish_one("amqp.d.s", "", "late").ok());
+  h.run_until([] { return false; }, 500ms);
+  CHECK(col.deliveries.empty());
+  // Nak'd back at once, so another puller gets it now, not after the five-minute ack wait.
+  collector other(h, "s");
+  other.p->request(1, 2s);
+  REQUIRE(h.run_until([&] { return !other.deliveries.empty(); }));
+  CHECK(other.deliveries.front().body == "late");
+}
+
+TEST_CASE("run_blocking runs work off the caller and posts the result back") {
+  harness h;
+  std::optional<bus_result<queue_info>> got;
+  std::thread::id worker;
+  h.bus->run_blocking(
+      h.io.get_executor(),
+      [&] {
+        worker = std::this_thread::get_id();
+        return h.bus->queue_info("missing");
+      },
+      [&](bus_result<queue_info> r) { got = std::move(r); });
+  REQUIRE(h.run_until([&] { return got.has_value(); }));
+  CHECK(worker != std::this_thread::get_id());
+  CHECK(got->error().kind == bus_errc::not_found);
+}
+
+TEST_CASE("close fails nothing silently: later publishes are refused through done") {
+  harness h;
+  h.bus->close();
+  h.bus->close();  // idempotent
+  std::optional<bus_status> r;
+  h.bus->publish("amqp.d.x", "", "b", h.io.get_executor(), [&](bus_status s) { r = std::move(s); });
+  REQUIRE(h.run_until([&] { return r.has_value(); }));
+  CHECK_FALSE(r->ok());
+}

@@ -1,0 +1,56 @@
+#pragma once
+// AMQP addressing onto subjects (HIP-1326 §2, §2.1): what a publish is sent to, and what a
+// binding filters on. Every function validates its arguments and refuses, never approximates.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "amqp/routing/outcome.hpp"
+
+namespace amqp::routing {
+
+inline constexpr std::size_t max_routing_key_length = 255;  // a shortstr
+inline constexpr std::string_view subject_root = "amqp";
+
+enum class exchange_kind { direct, fanout, topic };
+
+std::string_view to_string(exchange_kind kind);  // "direct" | "fanout" | "topic"
+// "direct" | "fanout" | "topic" → the kind. RabbitMQ's behaviour, not the reference's:
+//  - "" → 503 COMMAND_INVALID ("… declare it with type direct, fanout or topic").
+//  - "headers" and any unknown kind → 540 NOT_IMPLEMENTED with HIP-1326 §4's remedy
+//    ("… routes on something other than a name and has no subject to be; bind by routing
+//    key on a direct or topic exchange").
+outcome<exchange_kind> parse_exchange_kind(std::string_view kind);
+
+// `amqp.<exchange word>[.<key>]` (an empty key omits the word). The exchange must be ""
+// or a standard exchange or a valid name (check_name's refusal otherwise). The key must be
+// literal: an empty word, any of `* # >`, whitespace or a control character, or more than
+// 255 octets → 406 PRECONDITION_FAILED naming the key and the remedy.
+outcome<std::string> publish_subject(std::string_view exchange, std::string_view routing_key);
+
+struct address {
+  std::string exchange;
+  std::string routing_key;
+  friend bool operator==(const address&, const address&) = default;
+};
+// The inverse of publish_subject: "amqp._" → {"", ""}, "amqp.x.a.b" → {"x", "a.b"},
+// "amqp.amq-topic.k" → {"amq.topic", "k"}. nullopt when not under "amqp." or no exchange word.
+std::optional<address> split_subject(std::string_view subject);
+
+// The §2.1 table: the filter subjects a binding of `key` to `exchange` (of `kind`) reads.
+//  topic  `a.*` → amqp.t.a.*;  `a.#` → amqp.t.a.> and amqp.t.a;  `#` → amqp.t.> and amqp.t;
+//         `` → amqp.t;  literal `a.b` → amqp.t.a.b
+//  fanout anything (ignored, even malformed) → amqp.f.> and amqp.f
+//  direct `k` → amqp.d.k;  `` → amqp.d
+// Refusals: whatever AMQP allows but a NATS subject cannot express is 540 NOT_IMPLEMENTED
+// with the remedy (HIP-1326 §4): `#` before the last word, a partial wildcard (`a.b*`),
+// a wildcard (`* # >`) in a direct key, `>` anywhere (NATS would read it as a wildcard),
+// empty words (`a..b`, a leading/trailing dot), whitespace or control characters.
+// A key over 255 octets is 406 (it cannot be a shortstr). The exchange is checked as in
+// publish_subject. The result is normalized (sorted, deduplicated).
+// The default exchange's binding of queue q is binding_filters("", direct, q) = amqp._.q.
+outcome<std::vector<std::string>> binding_filters(std::string_view exchange, exchange_kind kind,
+                                                  std::string_view key);
+
+}  // namespace amqp::routing

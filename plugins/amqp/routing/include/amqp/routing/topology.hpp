@@ -1,0 +1,117 @@
+#pragma once
+// The topology model: what is declared, as the KV bucket `amqp` stores it (reference JSON,
+// keys `x.<exchange>` and `q.<queue>`, bindings inside the queue's value), and `topology`,
+// the in-memory mirror of that bucket with an incremental routing index.
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "amqp/routing/outcome.hpp"
+#include "amqp/routing/subject.hpp"
+
+namespace amqp::routing {
+
+struct exchange_def {
+  exchange_kind kind = exchange_kind::direct;
+  bool durable = false;
+  bool auto_delete = false;
+  bool internal = false;
+  friend bool operator==(const exchange_def&, const exchange_def&) = default;
+};
+
+struct binding {
+  std::string exchange;
+  std::string key;
+  friend bool operator==(const binding&, const binding&) = default;
+  friend auto operator<=>(const binding&, const binding&) = default;
+};
+
+struct queue_def {
+  bool durable = false;
+  bool exclusive = false;
+  bool auto_delete = false;
+  std::vector<binding> bindings;
+  friend bool operator==(const queue_def&, const queue_def&) = default;
+};
+
+// Bucket keys: "x." + name and "q." + name.
+std::string exchange_key(std::string_view exchange);
+std::string queue_key(std::string_view queue);
+
+struct bucket_key {
+  enum class kind { exchange, queue };
+  kind what;
+  std::string name;
+  friend bool operator==(const bucket_key&, const bucket_key&) = default;
+};
+// "x.<name>" / "q.<name>" with a name check_name accepts; nullopt otherwise.
+std::optional<bucket_key> parse_bucket_key(std::string_view key);
+
+// JSON, exactly the reference's: {"kind":"topic","durable":true} (+ "auto_delete":true,
+// "internal":true only when set); {"durable":bool,"exclusive":true?,"auto_delete":true?,
+// "bindings":[{"exchange":"x","key":"k"}]?} (optional members omitted when false/empty).
+// Parsing never throws: malformed JSON, a wrong member type or an unknown/headers kind is a
+// refusal (541 INTERNAL_ERROR, the sentence names what is wrong). Unknown members are ignored.
+std::string encode_exchange(const exchange_def& def);
+std::string encode_queue(const queue_def& def);
+outcome<exchange_def> parse_exchange(std::string_view json);
+outcome<queue_def> parse_queue(std::string_view json);
+
+// The mirror. Not thread-safe: one strand owns it. The standard exchanges ("", amq.direct,
+// amq.fanout, amq.topic) always exist and cannot be replaced or erased.
+class topology {
+ public:
+  using queue_map = std::map<std::string, queue_def, std::less<>>;
+
+  topology();
+
+  // One KV update: a value (put) or nullopt (delete/purge marker). `x.` keys touch only
+  // exchanges and `q.` keys only queues. A malformed key or value leaves the mirror unchanged
+  // and is returned as a refusal for the caller to log.
+  std::optional<refusal> apply(std::string_view bucket_key, std::optional<std::string_view> json);
+
+  // Local writes (the same connection sees them at once; the caller then writes the bucket).
+  // put_exchange/erase_exchange return false for a standard exchange (left untouched);
+  // erase_* return false when the name was absent.
+  bool put_exchange(std::string_view name, exchange_def def);
+  bool erase_exchange(std::string_view name);
+  void put_queue(std::string_view name, queue_def def);
+  bool erase_queue(std::string_view name);
+
+  // nullptr when absent. Pointers stay valid until that name is next written or erased.
+  const exchange_def* find_exchange(std::string_view name) const;
+  const queue_def* find_queue(std::string_view name) const;
+  const queue_map& queues() const { return queues_; }
+
+  // normalize(amqp._.<queue> + the filters of every binding whose exchange exists, each
+  // by that exchange's current kind). Empty when the queue does not exist.
+  std::vector<std::string> queue_filters(std::string_view queue) const;
+
+  // Would a publish to (exchange, routing_key) reach at least one queue? Answered from an
+  // index kept up to date on every write, touching only that exchange's bindings (never a
+  // scan over every queue). False for an absent exchange or an unpublishable key.
+  bool routable(std::string_view exchange, std::string_view routing_key) const;
+
+  // Queues with at least one binding to `exchange` (sorted), for exchange.delete if-unused.
+  std::vector<std::string> queues_bound_to(std::string_view exchange) const;
+  bool has_bindings(std::string_view exchange) const;
+
+ private:
+  // Per exchange name (present or not): how many bindings name each key, and each queue.
+  struct exchange_index {
+    std::map<std::string, std::size_t, std::less<>> keys;
+    std::map<std::string, std::size_t, std::less<>> queues;
+  };
+  void index_queue(std::string_view queue, const queue_def& def);
+  void unindex_queue(std::string_view queue, const queue_def& def);
+  const exchange_index* index_of(std::string_view exchange) const;
+
+  std::map<std::string, exchange_def, std::less<>> exchanges_;
+  queue_map queues_;
+  std::map<std::string, exchange_index, std::less<>> index_;
+};
+
+}  // namespace amqp::routing

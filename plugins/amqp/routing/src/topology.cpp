@@ -1,0 +1,194 @@
+#include "amqp/routing/topology.hpp"
+
+#include <algorithm>
+
+#include "amqp/routing/filters.hpp"
+#include "amqp/routing/names.hpp"
+
+namespace amqp::routing {
+namespace {
+
+// The exchanges every broker has. Never stored in the bucket; a put for them is ignored.
+const std::map<std::string, exchange_def, std::less<>>& standard_exchanges() {
+  static const std::map<std::string, exchange_def, std::less<>> table{
+      {"", {exchange_kind::direct, true, false, false}},
+      {"amq.direct", {exchange_kind::direct, true, false, false}},
+      {"amq.fanout", {exchange_kind::fanout, true, false, false}},
+      {"amq.topic", {exchange_kind::topic, true, false, false}},
+  };
+  return table;
+}
+
+// Adds `delta` (±1) to a counter, dropping it at zero so emptiness means "nothing bound".
+void count(std::map<std::string, std::size_t, std::less<>>& counts, std::string_view name, int delta) {
+  auto it = counts.find(name);
+  if (delta > 0) {
+    if (it == counts.end()) it = counts.emplace(std::string(name), 0).first;
+    ++it->second;
+    return;
+  }
+  if (it != counts.end() && --it->second == 0) counts.erase(it);
+}
+
+bool key_reaches(exchange_kind kind, std::string_view exchange, std::string_view binding_key,
+                 const std::string& subject) {
+  auto filters = binding_filters(exchange, kind, binding_key);
+  if (!filters) return false;
+  return std::any_of(filters->begin(), filters->end(),
+                     [&](const std::string& f) { return subject_matches(f, subject); });
+}
+
+}  // namespace
+
+topology::topology() = default;
+
+std::optional<refusal> topology::apply(std::string_view key, std::optional<std::string_view> json) {
+  auto parsed = parse_bucket_key(key);
+  if (!parsed) {
+    return refusal{wire::reply_code::internal_error,
+                   "topology bucket key '" + std::string(key) +
+                       "' is neither x.<exchange> nor q.<queue> with a valid name; ignored"};
+  }
+  if (parsed->what == bucket_key::kind::exchange) {
+    if (!json) {
+      erase_exchange(parsed->name);
+      return std::nullopt;
+    }
+    auto def = parse_exchange(*json);
+    if (!def) return def.error();
+    put_exchange(parsed->name, *def);
+    return std::nullopt;
+  }
+  if (!json) {
+    erase_queue(parsed->name);
+    return std::nullopt;
+  }
+  auto def = parse_queue(*json);
+  if (!def) return def.error();
+  put_queue(parsed->name, std::move(*def));
+  return std::nullopt;
+}
+
+bool topology::put_exchange(std::string_view name, exchange_def def) {
+  if (is_standard_exchange(name)) return false;
+  auto it = exchanges_.find(name);
+  if (it == exchanges_.end()) {
+    exchanges_.emplace(std::string(name), def);
+  } else {
+    it->second = def;
+  }
+  return true;
+}
+
+bool topology::erase_exchange(std::string_view name) {
+  auto it = exchanges_.find(name);
+  if (it == exchanges_.end()) return false;
+  exchanges_.erase(it);
+  return true;
+}
+
+void topology::put_queue(std::string_view name, queue_def def) {
+  auto it = queues_.find(name);
+  if (it == queues_.end()) {
+    it = queues_.emplace(std::string(name), queue_def{}).first;
+  } else {
+    unindex_queue(name, it->second);
+  }
+  it->second = std::move(def);
+  index_queue(name, it->second);
+}
+
+bool topology::erase_queue(std::string_view name) {
+  auto it = queues_.find(name);
+  if (it == queues_.end()) return false;
+  unindex_queue(name, it->second);
+  queues_.erase(it);
+  return true;
+}
+
+const exchange_def* topology::find_exchange(std::string_view name) const {
+  const auto& standard = standard_exchanges();
+  if (auto it = standard.find(name); it != standard.end()) return &it->second;
+  auto it = exchanges_.find(name);
+  return it == exchanges_.end() ? nullptr : &it->second;
+}
+
+const queue_def* topology::find_queue(std::string_view name) const {
+  auto it = queues_.find(name);
+  return it == queues_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> topology::queue_filters(std::string_view queue) const {
+  const queue_def* def = find_queue(queue);
+  if (!def) return {};
+  // The default exchange's binding is derived from the name, never stored.
+  std::vector<std::string> filters;
+  if (auto own = binding_filters("", exchange_kind::direct, queue)) filters = std::move(*own);
+  for (const auto& b : def->bindings) {
+    const exchange_def* exchange = find_exchange(b.exchange);
+    if (!exchange) continue;  // a binding to a deleted exchange reads nothing
+    auto more = binding_filters(b.exchange, exchange->kind, b.key);
+    if (!more) continue;  // only valid bindings are stored; a foreign writer's bad one is inert
+    filters.insert(filters.end(), more->begin(), more->end());
+  }
+  return normalize_filters(std::move(filters));
+}
+
+bool topology::routable(std::string_view exchange, std::string_view routing_key) const {
+  const exchange_def* def = find_exchange(exchange);
+  if (!def) return false;
+  auto subject = publish_subject(exchange, routing_key);
+  if (!subject) return false;
+  if (exchange.empty() && find_queue(routing_key)) return true;  // the derived default binding
+  const exchange_index* index = index_of(exchange);
+  if (!index || index->keys.empty()) return false;
+  switch (def->kind) {
+    case exchange_kind::fanout:
+      return true;
+    case exchange_kind::direct:
+      return index->keys.contains(routing_key);
+    case exchange_kind::topic:
+      return std::any_of(index->keys.begin(), index->keys.end(), [&](const auto& entry) {
+        return key_reaches(def->kind, exchange, entry.first, *subject);
+      });
+  }
+  return false;
+}
+
+std::vector<std::string> topology::queues_bound_to(std::string_view exchange) const {
+  std::vector<std::string> names;
+  if (const exchange_index* index = index_of(exchange)) {
+    for (const auto& entry : index->queues) names.push_back(entry.first);
+  }
+  return names;
+}
+
+bool topology::has_bindings(std::string_view exchange) const {
+  const exchange_index* index = index_of(exchange);
+  return index && !index->queues.empty();
+}
+
+void topology::index_queue(std::string_view queue, const queue_def& def) {
+  for (const auto& b : def.bindings) {
+    auto& index = index_[b.exchange];
+    count(index.keys, b.key, +1);
+    count(index.queues, queue, +1);
+  }
+}
+
+void topology::unindex_queue(std::string_view queue, const queue_def& def) {
+  for (const auto& b : def.bindings) {
+    auto it = index_.find(b.exchange);
+    if (it == index_.end()) continue;
+    count(it->second.keys, b.key, -1);
+    count(it->second.queues, queue, -1);
+    if (it->second.queues.empty()) index_.erase(it);
+  }
+}
+
+const topology::exchange_index* topology::index_of(std::string_view exchange) const {
+  auto it = index_.find(exchange);
+  return it == index_.end() ? nullptr : &it->second;
+}
+
+}  // namespace amqp::routing

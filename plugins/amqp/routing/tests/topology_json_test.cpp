@@ -1,0 +1,78 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "amqp/routing/topology.hpp"
+
+using namespace amqp::routing;
+using amqp::wire::reply_code;
+
+TEST_CASE("bucket keys") {
+  CHECK(exchange_key("events") == "x.events");
+  CHECK(queue_key("orders") == "q.orders");
+  CHECK(*parse_bucket_key("x.events") == bucket_key{bucket_key::kind::exchange, "events"});
+  CHECK(*parse_bucket_key("q.orders") == bucket_key{bucket_key::kind::queue, "orders"});
+  for (std::string_view bad : {"", "x", "x.", "q.", "z.a", "xx.a", "q.a.b", "x.amq.topic", "x._",
+                               "q.a b", "x.amq-topic"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_bucket_key(bad));
+  }
+}
+
+TEST_CASE("exchange JSON is the reference's, extras only when set") {
+  CHECK(encode_exchange({exchange_kind::topic, true, false, false}) ==
+        R"({"durable":true,"kind":"topic"})");
+  CHECK(encode_exchange({exchange_kind::direct, false, true, true}) ==
+        R"({"auto_delete":true,"durable":false,"internal":true,"kind":"direct"})");
+  for (const exchange_def& def : {exchange_def{exchange_kind::fanout, true, false, false},
+                                  exchange_def{exchange_kind::direct, false, true, true},
+                                  exchange_def{exchange_kind::topic, false, false, true}}) {
+    auto back = parse_exchange(encode_exchange(def));
+    REQUIRE(back);
+    CHECK(*back == def);
+  }
+  // What the Go reference writes reads back.
+  auto go = parse_exchange(R"({"kind":"topic","durable":true})");
+  REQUIRE(go);
+  CHECK(*go == exchange_def{exchange_kind::topic, true, false, false});
+}
+
+TEST_CASE("queue JSON is the reference's, optional members omitted") {
+  CHECK(encode_queue({true, false, false, {}}) == R"({"durable":true})");
+  CHECK(encode_queue({false, true, true, {{"x", "k"}, {"", "q"}}}) ==
+        R"({"auto_delete":true,"bindings":[{"exchange":"x","key":"k"},{"exchange":"","key":"q"}],)"
+        R"("durable":false,"exclusive":true})");
+  const queue_def def{true, false, true, {{"events", "order.#"}, {"amq.fanout", ""}}};
+  auto back = parse_queue(encode_queue(def));
+  REQUIRE(back);
+  CHECK(*back == def);
+  auto go = parse_queue(R"({"durable":true,"bindings":null,"future":1})");
+  REQUIRE(go);
+  CHECK(*go == queue_def{true, false, false, {}});
+}
+
+TEST_CASE("malformed values are refused with a sentence, never thrown") {
+  for (std::string_view bad : {"", "{", "[]", "null", "\"x\"", R"({"durable":true})",
+                               R"({"kind":7})", R"({"kind":"headers"})", R"({"kind":"topic","durable":"yes"})",
+                               "{\"kind\":\"top\xff\"}"}) {
+    CAPTURE(bad);
+    auto e = parse_exchange(bad);
+    REQUIRE_FALSE(e);
+    CHECK(e.error().code == reply_code::internal_error);
+    CHECK(e.error().text.find("malformed exchange") != std::string::npos);
+  }
+  for (std::string_view bad : {"", "{}x", "[]", R"({"durable":1})", R"({"bindings":{}})",
+                               R"({"bindings":[1]})", R"({"bindings":[{"exchange":1,"key":"k"}]})",
+                               R"({"exclusive":"no"})"}) {
+    CAPTURE(bad);
+    auto q = parse_queue(bad);
+    REQUIRE_FALSE(q);
+    CHECK(q.error().code == reply_code::internal_error);
+    CHECK(q.error().text.find("malformed queue") != std::string::npos);
+  }
+}

@@ -1,0 +1,60 @@
+#include "config.hpp"
+
+#include <charconv>
+#include <fstream>
+
+namespace amqp::server {
+namespace {
+
+// A whole-string unsigned decimal within [lo, hi]; anything else (sign, space, suffix) fails.
+std::optional<std::uint64_t> parse_unsigned(std::string_view text, std::uint64_t lo, std::uint64_t hi) {
+  std::uint64_t value = 0;
+  const auto* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc{} || ptr != end || value < lo || value > hi) return std::nullopt;
+  return value;
+}
+
+std::string refusal(std::string_view variable, std::string_view value, std::string_view expected) {
+  return std::string(variable) + "='" + std::string(value) + "' is not valid: expected " +
+         std::string(expected);
+}
+
+}  // namespace
+
+config_result read_config(const env_lookup& env) {
+  server_config config;
+  if (auto host = env("CLOUD_AMQP_HOST")) {
+    if (host->empty()) return refusal("CLOUD_AMQP_HOST", *host, "an IP address such as 127.0.0.1");
+    config.host = *host;
+  }
+  if (auto port = env("CLOUD_AMQP_PORT")) {
+    auto value = parse_unsigned(*port, 0, 65535);
+    if (!value) return refusal("CLOUD_AMQP_PORT", *port, "a port number from 0 to 65535 (0: any free port)");
+    config.port = static_cast<std::uint16_t>(*value);
+  }
+  if (auto creds = env("CLOUD_AMQP_PUBSUB_CREDS"); creds && !creds->empty()) {
+    // Checked here so that a typo names the variable, not a later "dial" failure.
+    if (!std::ifstream(*creds)) {
+      return refusal("CLOUD_AMQP_PUBSUB_CREDS", *creds, "a readable NATS credentials (.creds) file");
+    }
+    config.pubsub_creds = *creds;
+  }
+  if (auto timeout = env("CLOUD_AMQP_HANDSHAKE_TIMEOUT")) {
+    auto value = parse_unsigned(*timeout, 1, 3600);
+    if (!value) return refusal("CLOUD_AMQP_HANDSHAKE_TIMEOUT", *timeout, "whole seconds from 1 to 3600");
+    config.handshake_timeout = std::chrono::seconds{*value};
+  }
+  return config;
+}
+
+std::variant<std::uint64_t, std::string> parse_max_payload(std::string_view published) {
+  auto value = parse_unsigned(published, 1, std::uint64_t{1} << 40);
+  if (!value) {
+    return "pubsub published max_payload='" + std::string(published) +
+           "', which is not a positive number of octets; check CLOUD_PUBSUB_MAX_PAYLOAD";
+  }
+  return *value;
+}
+
+}  // namespace amqp::server

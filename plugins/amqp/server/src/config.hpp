@@ -1,0 +1,32 @@
+#pragma once
+// The amqp plugin's configuration, read from the environment (DESIGN.md §8). Every variable
+// has a default; a malformed value is refused with a sentence naming the variable and value.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace amqp::server {
+
+struct server_config {
+  std::string host = "127.0.0.1";  // CLOUD_AMQP_HOST: loopback, since no authentication exists
+  std::uint16_t port = 5672;       // CLOUD_AMQP_PORT: 0 asks the kernel for a free port
+  std::string pubsub_creds;        // CLOUD_AMQP_PUBSUB_CREDS: a NATS .creds file, optional
+  // CLOUD_AMQP_HANDSHAKE_TIMEOUT (seconds, 1..3600): from accept to connection.open.
+  std::chrono::seconds handshake_timeout{30};
+};
+
+// Looks a variable up; nullopt when unset.
+using env_lookup = std::function<std::optional<std::string>(std::string_view)>;
+
+// Either the configuration or the sentence that refuses it.
+using config_result = std::variant<server_config, std::string>;
+config_result read_config(const env_lookup& env);
+
+// The bus's largest message, as pubsub published it ("max_payload"): a positive integer.
+std::variant<std::uint64_t, std::string> parse_max_payload(std::string_view published);
+
+}  // namespace amqp::server

@@ -1,0 +1,160 @@
+// The amqp plugin: mount brings up the bus client, the broker and the listener, in that
+// order, and fails closed (HIP-1326 §5): nothing accepts until everything before it worked.
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <mutex>
+
+#include "amqp/broker/broker.hpp"
+#include "amqp/bus/client.hpp"
+#include "config.hpp"
+#include "plugin_api/export.hpp"
+#include "server.hpp"
+
+#ifndef CLOUD_VERSION
+#define CLOUD_VERSION "0"
+#endif
+
+namespace amqp::server {
+namespace {
+
+using cloud::plugin_api::host_services;
+using cloud::plugin_api::status;
+
+constexpr int io_threads = 2;
+
+// A failed step's status: the step's name, then the cause (which already names the remedy).
+status failed(std::string_view step, std::string_view cause) {
+  return status::error(std::string(step) + ": " + std::string(cause));
+}
+
+// RabbitMQ's node name, in this platform's terms: the machine and the data directory.
+std::string node_name(const host_services& host) {
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) return {};
+  auto data_dir = host.config("CLOUD_DATA_DIR");
+  if (!data_dir || data_dir->empty()) return {};
+  return std::string(name.data()) + ":" + *data_dir;
+}
+
+}  // namespace
+
+class amqp_plugin final : public cloud::plugin_api::plugin {
+ public:
+  amqp_plugin() = default;
+  ~amqp_plugin() override { shutdown(std::chrono::seconds(5)); }
+  amqp_plugin(const amqp_plugin&) = delete;
+  amqp_plugin& operator=(const amqp_plugin&) = delete;
+
+  std::string_view name() const noexcept override { return "amqp"; }
+
+  status mount(host_services& host) noexcept override {
+    std::lock_guard lock(mutex_);
+    try {
+      auto result = mount_steps(host);
+      if (!result) release(clock::now() + std::chrono::seconds(5));
+      return result;
+    } catch (const std::exception& e) {
+      release(clock::now() + std::chrono::seconds(5));
+      return status::error(std::string("mount failed: ") + e.what());
+    }
+  }
+
+  void shutdown(std::chrono::milliseconds deadline) noexcept override {
+    std::lock_guard lock(mutex_);
+    try {
+      release(clock::now() + deadline);
+    } catch (...) {
+      // Nothing may cross the boundary; release() already logged what it could.
+    }
+  }
+
+ private:
+  status mount_steps(host_services& host) {
+    auto config = read_config([&host](std::string_view v) { return host.config(v); });
+    if (auto* refusal = std::get_if<std::string>(&config)) return failed("configuration", *refusal);
+    const auto& cfg = std::get<server_config>(config);
+
+    auto url = host.lookup("pubsub", "url");
+    if (!url || url->empty()) {
+      return failed("bus", "pubsub published no url; mount pubsub before amqp (its manifest row comes first)");
+    }
+    std::optional<std::uint64_t> published_max;
+    if (auto text = host.lookup("pubsub", "max_payload")) {
+      auto parsed = parse_max_payload(*text);
+      if (auto* refusal = std::get_if<std::string>(&parsed)) return failed("bus", *refusal);
+      published_max = std::get<std::uint64_t>(parsed);
+    }
+
+    bus::client_options options;
+    options.url = *url;
+    options.creds_file = cfg.pubsub_creds;
+    options.deadline = host.startup_deadline();
+    auto opened = bus::client::open(options);
+    if (!opened) return failed("bus", opened.error().text);
+    bus_ = std::move(*opened);
+
+    broker::settings settings;
+    settings.handshake_timeout = cfg.handshake_timeout;
+    // The bus refuses a message over its max payload; the smaller of what pubsub said and what
+    // the server's INFO says is the ceiling a header is judged against (311).
+    auto max_body = static_cast<std::uint64_t>(std::max<std::int64_t>(bus_->max_payload(), 0));
+    if (published_max) max_body = max_body == 0 ? *published_max : std::min(max_body, *published_max);
+    if (max_body > 0) settings.max_body_size = max_body;
+    settings.product = "cloud";
+    settings.version = CLOUD_VERSION;
+    settings.node_name = node_name(host);
+    settings.log_warning = [&host](std::string_view m) { host.log(log_level::warning, m); };
+
+    log_fn log = [&host](log_level level, std::string_view m) { host.log(level, m); };
+    server_ = std::make_unique<server>(log);
+    server_->run_threads(io_threads);
+    try {
+      broker_ = broker::make_broker(server_->io(), bus_, settings);
+    } catch (const std::exception& e) {
+      return failed("topology", e.what());
+    }
+
+    session_options session;
+    session.settings = settings;
+    if (auto refusal = server_->listen(cfg.host, cfg.port, broker_, session)) return failed("listener", *refusal);
+
+    const auto bound = server_->endpoint();
+    host.publish("port", std::to_string(bound.port()));
+    host.log(log_level::info, "amqp listening on " + bound.address().to_string() + ":" + std::to_string(bound.port()));
+    return status::ok();
+  }
+
+  // Releases in the order that keeps every promise: connections end (their channels requeue
+  // what was outstanding), the broker drops this node's transient topology, the io threads
+  // stop, and only then does the bus go.
+  void release(clock::time_point deadline) {
+    const auto now = clock::now();
+    const auto budget = std::max(deadline - now, clock::duration::zero());
+    if (server_) server_->close_connections(now + budget / 2);
+    if (broker_) {
+      try {
+        broker::stop_broker(*broker_);
+      } catch (...) {
+        // A failed cleanup leaves transient entries for this node's next start to remove.
+      }
+    }
+    if (server_) server_->stop_threads(now + budget * 3 / 4);
+    broker_.reset();
+    if (bus_) {
+      bus_->close();
+      bus_.reset();
+    }
+    server_.reset();
+  }
+
+  std::mutex mutex_;
+  std::shared_ptr<bus::client> bus_;
+  std::shared_ptr<broker::broker> broker_;
+  std::unique_ptr<server> server_;
+};
+
+}  // namespace amqp::server
+
+CLOUD_PLUGIN(amqp::server::amqp_plugin)

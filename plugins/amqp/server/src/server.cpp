@@ -1,0 +1,89 @@
+#include "server.hpp"
+
+#include <algorithm>
+
+namespace amqp::server {
+
+server::server(log_fn log) : log_(std::move(log)), work_(std::in_place, io_.get_executor()) {}
+
+server::~server() {
+  const auto soon = clock::now() + std::chrono::seconds(2);
+  close_connections(soon);
+  stop_threads(soon);
+}
+
+void server::run_threads(int count) {
+  for (int i = 0; i < count; ++i) threads_.emplace_back([this] { run_one(); });
+}
+
+void server::run_one() {
+  for (;;) {
+    try {
+      io_.run();
+      break;
+    } catch (const std::exception& e) {
+      // Every coroutine has a completion handler that catches; this is a plain handler's bug.
+      log_(log_level::error, std::string("an amqp io handler threw: ") + e.what());
+    }
+  }
+  std::lock_guard lock(threads_mutex_);
+  ++finished_threads_;
+  threads_done_.notify_all();
+}
+
+std::optional<std::string> server::listen(const std::string& host, std::uint16_t port,
+                                          std::shared_ptr<broker::broker> broker, session_options options) {
+  auto bound = listener::bind(io_, host, port);
+  if (auto* refusal = std::get_if<std::string>(&bound)) return *refusal;
+  broker_ = std::move(broker);
+  options_ = std::move(options);
+  listener_ = std::move(std::get<std::unique_ptr<listener>>(bound));
+  listener_->start([this](tcp::socket socket) { accept(std::move(socket)); }, log_);
+  return std::nullopt;
+}
+
+tcp::endpoint server::endpoint() const { return listener_ ? listener_->endpoint() : tcp::endpoint{}; }
+
+void server::accept(tcp::socket socket) {
+  if (closing_) {
+    error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  const auto id = ++next_id_;
+  auto s = std::make_shared<session>(std::move(socket), id, broker_, options_, log_, registry_);
+  registry_->add(id, s);
+  s->start();
+}
+
+void server::close_connections(clock::time_point deadline) {
+  if (closing_.exchange(true)) return;
+  if (listener_) listener_->stop();
+  const auto now = clock::now();
+  const auto budget = std::max(deadline - now, clock::duration::zero());
+  // Half the budget (at most the close-ok wait plus a little) for clients to answer 320…
+  for (auto& s : registry_->live()) net::post(s->executor(), [s] { s->close_for_shutdown(); });
+  const auto graceful = now + std::min<clock::duration>(budget / 2, options_.close_timeout + std::chrono::milliseconds(500));
+  if (registry_->wait_empty(graceful)) return;
+  // …then the sockets go; the sessions still close their channels (requeue) as they end.
+  for (auto& s : registry_->live()) net::post(s->executor(), [s] { s->abort(); });
+  if (!registry_->wait_empty(std::max(deadline, clock::now()))) {
+    log_(log_level::warning, std::to_string(registry_->size()) + " amqp connection(s) did not end before the shutdown deadline");
+  }
+}
+
+void server::stop_threads(clock::time_point deadline) {
+  if (!work_) return;
+  work_.reset();
+  {
+    std::unique_lock lock(threads_mutex_);
+    const auto all = static_cast<int>(threads_.size());
+    if (!threads_done_.wait_until(lock, deadline, [&] { return finished_threads_ == all; })) io_.stop();
+  }
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  listener_.reset();
+  broker_.reset();
+}
+
+}  // namespace amqp::server

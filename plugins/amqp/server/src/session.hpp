@@ -1,0 +1,169 @@
+#pragma once
+// One AMQP connection: the handshake, heartbeats, channel bookkeeping and content assembly.
+// Everything a session does runs on its strand: a reader, a writer and a watchdog coroutine
+// share the state below without locks. What channel methods mean is the broker's
+// (broker::channel); the session only decides which channel a frame belongs to.
+#include "net.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "amqp/broker/broker.hpp"
+#include "amqp/wire/codec.hpp"
+#include "content_assembly.hpp"
+#include "log.hpp"
+
+namespace amqp::server {
+
+class session_registry;
+
+struct session_options {
+  broker::settings settings;
+  // Encoded frames waiting for the socket above which the reader stops reading (and so
+  // stops feeding the broker) until the writer has drained to half of it.
+  std::size_t outbound_cap = 4 * 1024 * 1024;
+  // How long a closing connection waits for close-ok, and a finished one for its last write.
+  std::chrono::milliseconds close_timeout{2000};
+};
+
+class session final : public broker::connection_port, public std::enable_shared_from_this<session> {
+ public:
+  session(tcp::socket socket, std::uint64_t id, std::shared_ptr<broker::broker> broker,
+          const session_options& options, log_fn log, std::shared_ptr<session_registry> registry);
+  ~session() override;
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  // Spawns the reader, writer and watchdog on the session's strand.
+  void start();
+  // Server shutdown, on the strand: connection.close 320, then the usual close-ok wait.
+  void close_for_shutdown();
+  // Last resort, on the strand: the socket goes now (channels still get closed()).
+  void abort();
+
+  // broker::connection_port
+  void send(std::string frames) override;
+  std::uint32_t frame_max() const override { return frame_max_; }
+  std::uint64_t connection_id() const override { return id_; }
+  net::any_io_executor executor() override { return strand_; }
+  void close_channel(std::uint16_t channel, wire::reply_code code, std::string text,
+                     wire::method_key offending) override;
+  void close_connection(wire::reply_code code, std::string text, wire::method_key offending) override;
+
+ private:
+  enum class phase {
+    protocol_header,  // waiting for "AMQP 0 0 9 1"
+    start_ok,
+    tune_ok,
+    open,
+    running,
+    closing,          // we sent connection.close (or the raw header): waiting for close-ok/EOF
+    ended,            // no more input is handled; the writer flushes and the socket goes
+  };
+
+  struct channel_slot {
+    std::unique_ptr<broker::channel> channel;
+    bool closing = false;          // the server sent channel.close; frames ignored until close-ok
+    bool closed_notified = false;  // channel::closed() was called
+    content_assembly content;
+  };
+
+  // coroutines
+  awaitable<void> reader(std::shared_ptr<session> self);
+  awaitable<void> read_loop();
+  awaitable<bool> read_more();
+  awaitable<void> wait_for_drain();
+  awaitable<void> writer(std::shared_ptr<session> self);
+  awaitable<void> watchdog(std::shared_ptr<session> self);
+  void spawn(awaitable<void> coroutine, const char* what);
+
+  // input
+  void handle_buffered();
+  void handle_protocol_header();
+  void handle_frame(const wire::frame_view& f);
+  void handle_while_closing(const wire::frame_view& f);
+  void handle_channel_zero(const wire::frame_view& f);
+  void handle_handshake_method(wire::method& m);
+  void handle_channel_frame(const wire::frame_view& f);
+  void handle_unopened_channel(const wire::frame_view& f);
+  void handle_closing_channel(std::uint16_t id, const wire::frame_view& f);
+  void handle_channel_method(std::uint16_t id, channel_slot& slot, wire::method m);
+  void handle_header(std::uint16_t id, channel_slot& slot, const wire::frame_view& f);
+  void handle_body(std::uint16_t id, channel_slot& slot, const wire::frame_view& f);
+  void deliver(channel_slot& slot);
+  void open_channel(std::uint16_t id);
+  void client_closed_channel(std::uint16_t id);
+  void notify_closed(channel_slot& slot);
+  template <class Call> void call_broker(wire::method_key key, Call&& call);
+
+  // handshake steps
+  void on_start_ok(const wire::connection_start_ok& m);
+  void on_tune_ok(const wire::connection_tune_ok& m);
+  void on_open(const wire::connection_open& m);
+
+  // output and ending
+  template <class M> void send_method(std::uint16_t channel, const M& m);
+  void enqueue(std::string frames);
+  void connection_exception(wire::reply_code code, const std::string& sentence, wire::method_key key);
+  void send_connection_close(wire::reply_code code, const std::string& sentence, wire::method_key key);
+  void end();
+  void teardown();
+  void close_socket();
+  bool backlogged() const { return queued_bytes_ > options_.outbound_cap; }
+  void wake(net::steady_timer& timer) { timer.cancel(); }
+
+  // watchdog
+  bool check_deadlines(clock::time_point now);
+  clock::time_point next_deadline(clock::time_point now) const;
+  void warn(const std::string& message);
+  std::string who() const;
+
+  net::any_io_executor strand_;
+  tcp::socket socket_;
+  const std::uint64_t id_;
+  std::shared_ptr<broker::broker> broker_;
+  const session_options options_;
+  const broker::settings& settings_ = options_.settings;
+  log_fn log_;
+  std::shared_ptr<session_registry> registry_;
+  std::string peer_;
+
+  phase phase_ = phase::protocol_header;
+  bool discarding_ = false;          // input can no longer be framed: discard until EOF/deadline
+  bool shutdown_send_after_flush_ = false;
+  bool socket_closed_ = false;
+  bool torn_down_ = false;
+
+  // negotiated (the offer until tune-ok)
+  std::uint16_t channel_max_;
+  std::uint32_t frame_max_;
+  std::uint16_t heartbeat_seconds_ = 0;
+
+  // input buffer: [in_start_, in_end_) holds octets not yet handled
+  std::vector<std::uint8_t> in_;
+  std::size_t in_start_ = 0;
+  std::size_t in_end_ = 0;
+
+  // output: encoded frames, written in order; queued_bytes_ is their total size
+  std::deque<std::string> out_;
+  std::size_t queued_bytes_ = 0;
+  bool reader_waiting_ = false;
+
+  std::map<std::uint16_t, channel_slot> channels_;
+
+  // deadlines (watchdog)
+  clock::time_point handshake_deadline_;
+  clock::time_point close_deadline_ = clock::time_point::max();
+  clock::time_point last_read_;
+  clock::time_point last_write_;
+
+  net::steady_timer writer_wake_;
+  net::steady_timer reader_wake_;
+  net::steady_timer watchdog_timer_;
+};
+
+}  // namespace amqp::server

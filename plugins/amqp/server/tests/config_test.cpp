@@ -1,0 +1,99 @@
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "config.hpp"
+
+using namespace amqp::server;
+
+namespace {
+
+env_lookup env_of(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string refusal_of(const config_result& r) {
+  REQUIRE(std::holds_alternative<std::string>(r));
+  return std::get<std::string>(r);
+}
+
+}  // namespace
+
+TEST_CASE("defaults: loopback, 5672, no creds, 30 s handshake") {
+  auto r = read_config(env_of({}));
+  REQUIRE(std::holds_alternative<server_config>(r));
+  const auto& c = std::get<server_config>(r);
+  CHECK(c.host == "127.0.0.1");
+  CHECK(c.port == 5672);
+  CHECK(c.pubsub_creds.empty());
+  CHECK(c.handshake_timeout == std::chrono::seconds(30));
+}
+
+TEST_CASE("every variable is read") {
+  const auto creds = std::filesystem::temp_directory_path() / "amqp_server_config_test.creds";
+  std::ofstream(creds) << "-----BEGIN NATS USER JWT-----\n";
+  auto r = read_config(env_of({{"CLOUD_AMQP_HOST", "0.0.0.0"},
+                               {"CLOUD_AMQP_PORT", "15672"},
+                               {"CLOUD_AMQP_PUBSUB_CREDS", creds.string()},
+                               {"CLOUD_AMQP_HANDSHAKE_TIMEOUT", "3"}}));
+  std::filesystem::remove(creds);
+  REQUIRE(std::holds_alternative<server_config>(r));
+  const auto& c = std::get<server_config>(r);
+  CHECK(c.host == "0.0.0.0");
+  CHECK(c.port == 15672);
+  CHECK(c.pubsub_creds == creds.string());
+  CHECK(c.handshake_timeout == std::chrono::seconds(3));
+}
+
+TEST_CASE("port 0 asks for any free port") {
+  auto r = read_config(env_of({{"CLOUD_AMQP_PORT", "0"}}));
+  REQUIRE(std::holds_alternative<server_config>(r));
+  CHECK(std::get<server_config>(r).port == 0);
+}
+
+TEST_CASE("a malformed port is refused naming the variable and the value") {
+  for (const char* bad : {"abc", "65536", "-1", "5672x", " 5672", "", "99999999999999999999"}) {
+    CAPTURE(bad);
+    const auto text = refusal_of(read_config(env_of({{"CLOUD_AMQP_PORT", bad}})));
+    CHECK(text.find("CLOUD_AMQP_PORT") != std::string::npos);
+    CHECK(text.find(std::string("'") + bad + "'") != std::string::npos);
+  }
+}
+
+TEST_CASE("a handshake timeout outside 1..3600 seconds is refused") {
+  for (const char* bad : {"0", "3601", "1.5", "ten"}) {
+    CAPTURE(bad);
+    const auto text = refusal_of(read_config(env_of({{"CLOUD_AMQP_HANDSHAKE_TIMEOUT", bad}})));
+    CHECK(text.find("CLOUD_AMQP_HANDSHAKE_TIMEOUT") != std::string::npos);
+  }
+}
+
+TEST_CASE("an unreadable credentials file is refused naming the variable") {
+  const auto text = refusal_of(read_config(env_of({{"CLOUD_AMQP_PUBSUB_CREDS", "/nonexistent/dir/x.creds"}})));
+  CHECK(text.find("CLOUD_AMQP_PUBSUB_CREDS") != std::string::npos);
+  CHECK(text.find("/nonexistent/dir/x.creds") != std::string::npos);
+}
+
+TEST_CASE("an empty host is refused") {
+  const auto text = refusal_of(read_config(env_of({{"CLOUD_AMQP_HOST", ""}})));
+  CHECK(text.find("CLOUD_AMQP_HOST") != std::string::npos);
+}
+
+TEST_CASE("pubsub's max_payload must be a positive number") {
+  auto good = parse_max_payload("8388608");
+  REQUIRE(std::holds_alternative<std::uint64_t>(good));
+  CHECK(std::get<std::uint64_t>(good) == 8388608u);
+  for (const char* bad : {"0", "-5", "8M", ""}) {
+    CAPTURE(bad);
+    auto r = parse_max_payload(bad);
+    REQUIRE(std::holds_alternative<std::string>(r));
+    CHECK(std::get<std::string>(r).find("CLOUD_PUBSUB_MAX_PAYLOAD") != std::string::npos);
+  }
+}

@@ -1,0 +1,36 @@
+#pragma once
+// pubsub's configuration (DESIGN.md §8), read through host_services so the plugin never
+// touches the environment itself. Each malformed value is refused naming variable and value.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cloud::pubsub {
+
+struct config {
+  // Set: dial this bus (possibly a comma-separated cluster list) and launch nothing.
+  std::optional<std::string> external_url;
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 4222;  // 0: pick a free port
+  std::filesystem::path store_dir;
+  std::uint64_t max_payload = 8 * 1024 * 1024;
+  std::string server_bin = "nats-server";  // NATS_SERVER_BIN; a bare name is searched on PATH
+};
+
+using lookup_fn = std::function<std::optional<std::string>(std::string_view variable)>;
+
+struct config_result {
+  std::optional<config> value;
+  std::string error;
+};
+
+config_result read_config(const lookup_fn& lookup);
+
+// The executable NATS_SERVER_BIN names: as given when it holds a '/', else found on PATH.
+std::optional<std::filesystem::path> resolve_binary(const std::string& name,
+                                                    const std::optional<std::string>& path_env);
+
+}  // namespace cloud::pubsub

@@ -1,0 +1,35 @@
+#pragma once
+// Blocking probes of a NATS server over its client protocol (no nats.c: that library belongs
+// to plugins/amqp/bus). Each is bounded by `timeout`; "" means success.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace cloud::pubsub {
+
+struct server_info {
+  std::uint64_t max_payload = 0;
+  bool jetstream = false;
+};
+
+struct info_result {
+  std::optional<server_info> info;
+  std::string error;
+};
+
+// Connects and reads the server's INFO line.
+info_result probe_info(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout);
+
+// Connects and asks JetStream for account info ($JS.API.INFO): succeeds once JetStream answers.
+std::string probe_jetstream(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout);
+
+// host:port of "nats://[user:pass@]host:port" (default port 4222); nullopt when malformed.
+std::optional<std::pair<std::string, std::uint16_t>> split_url(const std::string& url);
+
+// Binds host:port and releases it: "" when the port is free, else why not (e.g. in use).
+std::string claim_port(const std::string& host, std::uint16_t port);
+// A port the kernel considers free on `host`, or 0 with `error` set.
+std::uint16_t pick_free_port(const std::string& host, std::string& error);
+
+}  // namespace cloud::pubsub

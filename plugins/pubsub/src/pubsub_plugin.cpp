@@ -1,0 +1,197 @@
+#include "pubsub_plugin.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "plugin_api/export.hpp"
+#include "probe.hpp"
+
+namespace cloud::pubsub {
+namespace {
+
+using plugin_api::status;
+using clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+// mount gives up this long before the host's deadline, so that it can still clean up (stop
+// the child) and return a reason of its own instead of being declared overrun.
+constexpr std::chrono::milliseconds return_margin{500};
+
+clock::time_point give_up_at(clock::time_point deadline) { return deadline - return_margin; }
+
+std::chrono::milliseconds until(clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+  return std::max(left, std::chrono::milliseconds{0});
+}
+
+// Clients dial loopback when the server binds every interface.
+std::string dial_host(const std::string& host) {
+  if (host == "0.0.0.0") return "127.0.0.1";
+  if (host == "::") return "::1";
+  return host;
+}
+
+std::string url_of(const std::string& host, std::uint16_t port) {
+  const auto h = dial_host(host);
+  return "nats://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + std::to_string(port);
+}
+
+// max_payload is a config-file setting in nats-server 2.9 (there is no flag for it).
+std::string write_server_config(const config& c, fs::path& file) {
+  file = c.store_dir / "cloud-pubsub.conf";
+  std::ofstream out{file, std::ios::trunc};
+  out << "# written by the cloud pubsub plugin at each start\nmax_payload: " << c.max_payload << "\n";
+  out.close();
+  if (!out) return "cannot write " + file.string() + "; check CLOUD_PUBSUB_STORE_DIR";
+  return {};
+}
+
+}  // namespace
+
+status pubsub_plugin::mount(plugin_api::host_services& host) noexcept {
+  try {
+    return mount_checked(host);
+  } catch (const std::exception& e) {
+    return status::error(std::string{"pubsub: unexpected failure: "} + e.what());
+  }
+}
+
+status pubsub_plugin::mount_checked(plugin_api::host_services& host) {
+  const std::lock_guard lock{mutex_};
+  host_ = &host;
+  auto parsed = read_config([&host](std::string_view v) { return host.config(v); });
+  if (!parsed.value) return status::error(parsed.error);
+  if (parsed.value->external_url) return use_external(host, *parsed.value);
+  return launch(host, std::move(*parsed.value));
+}
+
+status pubsub_plugin::use_external(plugin_api::host_services& host, const config& c) {
+  const auto& urls = *c.external_url;
+  const auto deadline = give_up_at(host.startup_deadline());
+  std::string last_error = "no attempt made (the startup window was already over)";
+  // A cluster list is reachable when any member answers; retry until the window closes.
+  do {
+    std::size_t begin = 0;
+    while (begin <= urls.size()) {
+      const auto end = std::min(urls.find(',', begin), urls.size());
+      const auto url = urls.substr(begin, end - begin);
+      begin = end + 1;
+      const auto where = split_url(url);
+      if (!where) return status::error("CLOUD_PUBSUB_URL=\"" + urls + "\" has a malformed entry \"" + url + "\"");
+      auto probed = probe_info(where->first, where->second, std::min(until(deadline), std::chrono::milliseconds{2000}));
+      if (probed.info) {
+        const auto payload = probed.info->max_payload ? probed.info->max_payload : c.max_payload;
+        host.publish("url", urls);
+        host.publish("max_payload", std::to_string(payload));
+        host.log(plugin_api::log_level::info, "using the existing bus at " + urls +
+                                                  " (CLOUD_PUBSUB_URL; launched nothing), max_payload " +
+                                                  std::to_string(payload));
+        mounted_ = true;
+        return status::ok();
+      }
+      last_error = url + ": " + probed.error;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{200});
+  } while (clock::now() < deadline);
+  return status::error("CLOUD_PUBSUB_URL=\"" + urls + "\" is not reachable (" + last_error +
+                       "); start that server or unset CLOUD_PUBSUB_URL to launch one");
+}
+
+status pubsub_plugin::launch(plugin_api::host_services& host, config c) {
+  const auto binary = resolve_binary(c.server_bin, host.config("PATH"));
+  if (!binary) {
+    return status::error("nats-server not found (NATS_SERVER_BIN=\"" + c.server_bin +
+                         "\"); install the nats-server package or set NATS_SERVER_BIN to its path");
+  }
+  std::error_code ec;
+  fs::create_directories(c.store_dir, ec);
+  if (ec) {
+    return status::error("cannot create the JetStream store " + c.store_dir.string() + ": " + ec.message() +
+                         "; set CLOUD_PUBSUB_STORE_DIR or CLOUD_DATA_DIR to a writable directory");
+  }
+  if (c.port == 0) {
+    std::string error;
+    c.port = pick_free_port(c.host, error);
+    if (c.port == 0) return status::error("CLOUD_PUBSUB_PORT=0: no free port on " + c.host + ": " + error);
+  } else if (auto taken = claim_port(c.host, c.port); !taken.empty()) {
+    return status::error("CLOUD_PUBSUB_PORT=" + std::to_string(c.port) + ": cannot bind " + c.host + ":" +
+                         std::to_string(c.port) + " (" + taken +
+                         "); stop what holds it, set CLOUD_PUBSUB_PORT (0 picks a free port) or point "
+                         "CLOUD_PUBSUB_URL at a running server");
+  }
+  fs::path conf;
+  if (auto e = write_server_config(c, conf); !e.empty()) return status::error(e);
+  child_ = std::make_unique<child_process>();
+  auto* self = this;
+  auto started = child_->start(
+      *binary,
+      {"-js", "-a", c.host, "-p", std::to_string(c.port), "-sd", c.store_dir.string(), "-c", conf.string()},
+      [self](const std::string& how) {
+        if (self->mounted_) self->host_->report_degraded("nats-server " + how + "; the bus is gone");
+      },
+      [&host](const std::string& line) { host.log(plugin_api::log_level::warning, "nats-server: " + line); });
+  if (!started.empty()) {
+    child_.reset();
+    return status::error(started + "; check NATS_SERVER_BIN");
+  }
+  if (auto e = wait_ready(c, give_up_at(host.startup_deadline())); !e.empty()) {
+    const auto message = failure(e);
+    child_->stop(std::chrono::milliseconds{200});  // then KILL: a server that failed to start holds nothing
+    child_.reset();
+    return status::error(message);
+  }
+  const auto url = url_of(c.host, c.port);
+  host.publish("url", url);
+  host.publish("max_payload", std::to_string(c.max_payload));
+  host.log(plugin_api::log_level::info, "nats-server (pid " + std::to_string(child_->pid()) + ") listening on " +
+                                            url + ", JetStream store " + c.store_dir.string() +
+                                            ", max_payload " + std::to_string(c.max_payload));
+  mounted_ = true;
+  return status::ok();
+}
+
+std::string pubsub_plugin::wait_ready(const config& c, clock::time_point deadline) {
+  const auto host = dial_host(c.host);
+  std::string last = "no attempt made (the startup window was already over)";
+  while (clock::now() < deadline) {
+    if (auto how = child_->exit_description()) return "nats-server " + *how + " during startup";
+    last = probe_jetstream(host, c.port, std::min(until(deadline), std::chrono::milliseconds{1000}));
+    if (last.empty()) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  return "nats-server did not become ready on " + url_of(c.host, c.port) +
+         " within the startup window (last probe: " + last + "); raise CLOUD_STARTUP_TIMEOUT";
+}
+
+std::string pubsub_plugin::failure(const std::string& what) const {
+  auto tail = child_ ? child_->output_tail() : std::string{};
+  // The last few lines say why (e.g. "address already in use"); more is noise in a boot error.
+  std::size_t lines = 0;
+  auto start = tail.size();
+  while (start > 0 && lines < 6) {
+    start = tail.rfind('\n', start - 1);
+    if (start == std::string::npos) {
+      start = 0;
+      break;
+    }
+    ++lines;
+  }
+  tail = tail.substr(start);
+  return tail.empty() ? what : what + "; nats-server's last output:\n" + tail;
+}
+
+void pubsub_plugin::shutdown(std::chrono::milliseconds deadline) noexcept {
+  const std::lock_guard lock{mutex_};
+  mounted_ = false;  // an exit from here on is ours, not a degradation
+  if (!child_) return;
+  const auto pid = child_->pid();
+  // Leave time to KILL and reap inside the deadline.
+  child_->stop(std::max(deadline - std::chrono::milliseconds{500}, std::chrono::milliseconds{100}));
+  if (host_) host_->log(plugin_api::log_level::info, "nats-server (pid " + std::to_string(pid) + ") stopped");
+  child_.reset();
+}
+
+}  // namespace cloud::pubsub
+
+CLOUD_PLUGIN(cloud::pubsub::pubsub_plugin)

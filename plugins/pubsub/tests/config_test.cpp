@@ -1,0 +1,72 @@
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "config.hpp"
+
+using namespace cloud::pubsub;
+
+namespace {
+
+config_result read(std::map<std::string, std::string> env) {
+  return read_config([env](std::string_view v) -> std::optional<std::string> {
+    const auto it = env.find(std::string{v});
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("defaults: 127.0.0.1:4222, 8 MiB, ./data/pubsub, nats-server on PATH") {
+  const auto r = read({});
+  REQUIRE(r.value);
+  CHECK_FALSE(r.value->external_url);
+  CHECK(r.value->host == "127.0.0.1");
+  CHECK(r.value->port == 4222);
+  CHECK(r.value->max_payload == 8 * 1024 * 1024);
+  CHECK(r.value->store_dir == "data/pubsub");
+  CHECK(r.value->server_bin == "nats-server");
+}
+
+TEST_CASE("CLOUD_DATA_DIR places the store; CLOUD_PUBSUB_STORE_DIR overrides it") {
+  CHECK(read({{"CLOUD_DATA_DIR", "/var/lib/cloud"}}).value->store_dir == "/var/lib/cloud/pubsub");
+  CHECK(read({{"CLOUD_DATA_DIR", "/a"}, {"CLOUD_PUBSUB_STORE_DIR", "/b"}}).value->store_dir == "/b");
+}
+
+TEST_CASE("each malformed value is refused naming the variable and the value") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"CLOUD_PUBSUB_PORT", "42x"},        {"CLOUD_PUBSUB_PORT", "70000"},
+      {"CLOUD_PUBSUB_PORT", "-1"},         {"CLOUD_PUBSUB_MAX_PAYLOAD", "0"},
+      {"CLOUD_PUBSUB_MAX_PAYLOAD", "8M"},  {"CLOUD_PUBSUB_MAX_PAYLOAD", "67108865"},
+      {"CLOUD_PUBSUB_HOST", "a b"},        {"CLOUD_PUBSUB_HOST", ""},
+      {"CLOUD_PUBSUB_URL", "http://x:1"},  {"CLOUD_PUBSUB_URL", "nats://a:1,"},
+      {"CLOUD_PUBSUB_STORE_DIR", ""},      {"NATS_SERVER_BIN", ""},
+  };
+  for (const auto& [variable, value] : cases) {
+    const std::string shown = std::string{variable} + "=" + value;
+    CAPTURE(shown);
+    const auto r = read({{variable, value}});
+    REQUIRE_FALSE(r.value);
+    CHECK(r.error.find(std::string{variable} + "=\"" + value + "\" is malformed; expected") == 0);
+  }
+}
+
+TEST_CASE("valid values are taken") {
+  const auto r = read({{"CLOUD_PUBSUB_PORT", "0"},
+                       {"CLOUD_PUBSUB_MAX_PAYLOAD", "1048576"},
+                       {"CLOUD_PUBSUB_URL", "nats://10.0.0.1:4222,nats://10.0.0.2:4222"},
+                       {"NATS_SERVER_BIN", "/opt/nats/nats-server"}});
+  REQUIRE(r.value);
+  CHECK(r.value->port == 0);
+  CHECK(r.value->max_payload == 1048576);
+  CHECK(r.value->external_url == "nats://10.0.0.1:4222,nats://10.0.0.2:4222");
+  CHECK(r.value->server_bin == "/opt/nats/nats-server");
+}
+
+TEST_CASE("resolve_binary searches PATH for a bare name and checks an explicit path") {
+  CHECK(resolve_binary("sh", std::string{"/nonexistent:/bin:/usr/bin"}).has_value());
+  CHECK_FALSE(resolve_binary("no-such-binary-here", std::string{"/bin:/usr/bin"}));
+  CHECK(resolve_binary("/bin/sh", std::nullopt) == std::filesystem::path{"/bin/sh"});
+  CHECK_FALSE(resolve_binary("/nonexistent/nats-server", std::nullopt));
+}

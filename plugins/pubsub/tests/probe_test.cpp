@@ -1,0 +1,62 @@
+// The probes against a real nats-server (and against things that are not one).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <thread>
+#include <unistd.h>
+
+#include "child_process.hpp"
+#include "probe.hpp"
+
+using namespace cloud::pubsub;
+using namespace std::chrono_literals;
+
+TEST_CASE("split_url takes host and port from nats URLs") {
+  CHECK(split_url("nats://127.0.0.1:4222") == std::make_pair(std::string{"127.0.0.1"}, std::uint16_t{4222}));
+  CHECK(split_url("nats://user:pw@example.com:5000") == std::make_pair(std::string{"example.com"}, std::uint16_t{5000}));
+  CHECK(split_url("nats://example.com") == std::make_pair(std::string{"example.com"}, std::uint16_t{4222}));
+  CHECK(split_url("nats://[::1]:4223") == std::make_pair(std::string{"::1"}, std::uint16_t{4223}));
+  CHECK_FALSE(split_url("nats://host:0"));
+  CHECK_FALSE(split_url("nats://host:x"));
+  CHECK_FALSE(split_url("nats://:4222"));
+}
+
+TEST_CASE("a port in use cannot be claimed; a free one can") {
+  std::string error;
+  const auto port = pick_free_port("127.0.0.1", error);
+  REQUIRE(port != 0);
+  CHECK(claim_port("127.0.0.1", port) == "");
+}
+
+TEST_CASE("probing a closed port fails quickly with the reason") {
+  std::string error;
+  const auto port = pick_free_port("127.0.0.1", error);
+  const auto r = probe_info("127.0.0.1", port, 1000ms);
+  CHECK_FALSE(r.info);
+  CHECK(r.error.find("Connection refused") != std::string::npos);
+  CHECK(probe_jetstream("127.0.0.1", port, 1000ms).find("Connection refused") != std::string::npos);
+}
+
+TEST_CASE("a real nats-server with JetStream passes both probes and holds its port") {
+  std::string error;
+  const auto port = pick_free_port("127.0.0.1", error);
+  REQUIRE(port != 0);
+  const auto store = std::filesystem::temp_directory_path() / ("probe_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(store);
+  child_process server;
+  REQUIRE(server.start(NATS_SERVER_EXECUTABLE,
+                       {"-js", "-a", "127.0.0.1", "-p", std::to_string(port), "-sd", store.string()}, {}, {}) == "");
+  std::string js = "not tried";
+  for (int i = 0; i < 100 && !js.empty(); ++i) {
+    js = probe_jetstream("127.0.0.1", port, 1000ms);
+    if (!js.empty()) std::this_thread::sleep_for(50ms);
+  }
+  CHECK(js == "");
+  const auto info = probe_info("127.0.0.1", port, 1000ms);
+  REQUIRE(info.info);
+  CHECK(info.info->jetstream);
+  CHECK(info.info->max_payload == 1024 * 1024);  // nats-server's default
+  CHECK(claim_port("127.0.0.1", port).find("Address already in use") != std::string::npos);
+  server.stop(3000ms);
+  std::filesystem::remove_all(store);
+}

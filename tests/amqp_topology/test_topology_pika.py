@@ -1,0 +1,300 @@
+"""Topology through a stock client (issue 4; HIP-1326 §1, §2, §4, §6): python3-pika against
+the real `cloud` (embedded nats-server, or an existing one for replicas and restarts).
+
+Run by ctest (cloud_python_test): /usr/bin/python3 with tests/support on PYTHONPATH.
+"""
+import threading
+import time
+import unittest
+
+import pika
+import pika.exceptions
+
+import cloudtest
+
+
+def connect(cloud):
+    return pika.BlockingConnection(
+        pika.ConnectionParameters(host="127.0.0.1", port=cloud.amqp_port, heartbeat=0,
+                                  blocked_connection_timeout=30, socket_timeout=30))
+
+
+def refused(test, fn, code, *fragments):
+    """Runs fn, which must end in a channel exception with `code` whose text holds every
+    fragment; returns the text."""
+    with test.assertRaises(pika.exceptions.ChannelClosedByBroker) as caught:
+        fn()
+    test.assertEqual(caught.exception.reply_code, code, caught.exception.reply_text)
+    for fragment in fragments:
+        test.assertIn(fragment, caught.exception.reply_text)
+    return caught.exception.reply_text
+
+
+def eventually(predicate, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def queue_exists(conn, name):
+    ch = conn.channel()
+    try:
+        ch.queue_declare(queue=name, passive=True)
+        ch.close()
+        return True
+    except pika.exceptions.ChannelClosedByBroker as e:
+        if e.reply_code != 404:
+            raise
+        return False
+
+
+class OneCloud(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cloud = cloudtest.Cloud()
+        cls.cloud.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cloud.__exit__(None, None, None)
+
+    def setUp(self):
+        self.conn = connect(self.cloud)
+        self.ch = self.conn.channel()
+
+    def tearDown(self):
+        if self.conn.is_open:
+            self.conn.close()
+
+    def test_passive_declare_of_a_missing_queue_is_404_and_the_connection_survives(self):
+        refused(self, lambda: self.ch.queue_declare(queue="absent-q", passive=True), 404,
+                "no queue 'absent-q' in vhost '/'")
+        refused(self, lambda: self.conn.channel().exchange_declare(exchange="absent-x", passive=True),
+                404, "no exchange 'absent-x' in vhost '/'")
+        self.assertTrue(self.conn.is_open)
+        ch = self.conn.channel()
+        self.assertEqual(ch.queue_declare(queue="present-q").method.queue, "present-q")
+
+    def test_a_dotted_name_is_refused_naming_it(self):
+        refused(self, lambda: self.ch.queue_declare(queue="orders.eu"), 406, "orders.eu")
+        refused(self, lambda: self.conn.channel().exchange_declare(exchange="a.b", exchange_type="topic"),
+                406, "a.b")
+
+    def test_exclusive_queue_is_locked_for_other_connections(self):
+        self.ch.queue_declare(queue="excl-q", exclusive=True)
+        other = connect(self.cloud)
+        try:
+            refused(self, lambda: other.channel().queue_declare(queue="excl-q", exclusive=True), 405, "excl-q")
+            refused(self, lambda: other.channel().queue_bind(queue="excl-q", exchange="amq.direct", routing_key="k"),
+                    405, "excl-q")
+            refused(self, lambda: other.channel().basic_consume(queue="excl-q", on_message_callback=lambda *a: None),
+                    405, "excl-q")
+            refused(self, lambda: other.channel().queue_purge(queue="excl-q"), 405, "excl-q")
+            refused(self, lambda: other.channel().queue_delete(queue="excl-q"), 405, "excl-q")
+            # The owner still uses it freely; when the owner goes, the queue goes.
+            self.ch.queue_bind(queue="excl-q", exchange="amq.direct", routing_key="k")
+            self.conn.close()
+            self.assertTrue(eventually(lambda: not queue_exists(other, "excl-q")))
+        finally:
+            other.close()
+
+    def test_auto_delete_queue_goes_with_its_last_consumer(self):
+        self.ch.queue_declare(queue="auto-q", auto_delete=True)
+        first = self.ch.basic_consume(queue="auto-q", on_message_callback=lambda *a: None)
+        second = self.ch.basic_consume(queue="auto-q", on_message_callback=lambda *a: None)
+        self.ch.basic_cancel(first)
+        self.assertTrue(queue_exists(self.conn, "auto-q"))  # one consumer left
+        self.ch.basic_cancel(second)
+        self.assertTrue(eventually(lambda: not queue_exists(self.conn, "auto-q")))
+
+    def test_redeclare_with_other_flags_is_406_naming_both(self):
+        self.ch.queue_declare(queue="flags-q", durable=True)
+        refused(self, lambda: self.ch.queue_declare(queue="flags-q", durable=False), 406,
+                "durable", "received 'false' but current is 'true'")
+        ch = self.conn.channel()
+        ch.exchange_declare(exchange="flags-x", exchange_type="direct")
+        refused(self, lambda: ch.exchange_declare(exchange="flags-x", exchange_type="topic"), 406,
+                "received 'topic' but current is 'direct'")
+
+    def test_queue_delete_if_unused_and_if_empty(self):
+        self.ch.queue_declare(queue="del-q")
+        tag = self.ch.basic_consume(queue="del-q", on_message_callback=lambda *a: None)
+        refused(self, lambda: self.ch.queue_delete(queue="del-q", if_unused=True), 406, "in use")
+        ch = self.conn.channel()
+        ch.confirm_delivery()
+        ch.queue_declare(queue="full-q")
+        ch.basic_publish(exchange="", routing_key="full-q", body=b"one")
+        refused(self, lambda: ch.queue_delete(queue="full-q", if_empty=True), 406, "not empty")
+        ch = self.conn.channel()
+        self.assertEqual(ch.queue_delete(queue="full-q").method.message_count, 1)
+        self.assertEqual(ch.queue_delete(queue="never-declared-q").method.message_count, 0)
+        del tag
+
+    def test_purge_answers_the_count(self):
+        self.ch.confirm_delivery()
+        self.ch.exchange_declare(exchange="purge-x", exchange_type="topic")
+        self.ch.queue_declare(queue="purge-q")
+        self.ch.queue_bind(queue="purge-q", exchange="purge-x", routing_key="a.#")
+        # Only keys the binding matches: on nats-server 2.9 a queue's consumer reads the cover of
+        # its filters, so counts include other traffic under that cover (DESIGN.md §5).
+        for key in ("a", "a.b", "a.b.c"):
+            self.ch.basic_publish(exchange="purge-x", routing_key=key, body=b"m")
+        self.assertEqual(self.ch.queue_purge(queue="purge-q").method.message_count, 3)
+        self.assertEqual(self.ch.queue_declare(queue="purge-q", passive=True).method.message_count, 0)
+
+    def test_headers_exchange_is_540_with_the_remedy_and_a_new_channel_works(self):
+        refused(self, lambda: self.ch.exchange_declare(exchange="hx", exchange_type="headers"), 540,
+                "no subject")
+        ch = self.conn.channel()
+        ch.queue_declare(queue="after-540")
+        refused(self, lambda: ch.queue_bind(queue="after-540", exchange="amq.topic", routing_key="a.#.b"),
+                540, "last")
+        ch = self.conn.channel()
+        ch.exchange_declare(exchange="after-540-x", exchange_type="fanout")
+
+    def test_reserved_amq_names_are_403_and_standard_exchanges_exist(self):
+        refused(self, lambda: self.ch.exchange_declare(exchange="amq.custom", exchange_type="direct"), 403,
+                "amq.")
+        ch = self.conn.channel()
+        for name in ("amq.direct", "amq.fanout", "amq.topic"):
+            ch.exchange_declare(exchange=name, passive=True)
+        refused(self, lambda: ch.exchange_delete(exchange="amq.topic"), 403, "amq.topic")
+
+    def test_exchange_delete_honours_if_unused(self):
+        self.ch.exchange_declare(exchange="used-x", exchange_type="fanout")
+        self.ch.queue_declare(queue="used-q")
+        self.ch.queue_bind(queue="used-q", exchange="used-x")
+        refused(self, lambda: self.ch.exchange_delete(exchange="used-x", if_unused=True), 406, "in use")
+        ch = self.conn.channel()
+        ch.queue_unbind(queue="used-q", exchange="used-x")
+        ch.exchange_delete(exchange="used-x", if_unused=True)
+        ch.exchange_delete(exchange="used-x")  # absent: RabbitMQ answers delete-ok
+
+    def test_transactions_and_flow_are_refused_with_remedies(self):
+        refused(self, lambda: self.ch.tx_select(), 540, "confirm.select")
+        refused(self, lambda: self.conn.channel().flow(False), 540, "basic.qos")
+        self.assertTrue(self.conn.channel().flow(True))
+
+
+class Replicas(unittest.TestCase):
+    """Two `cloud` processes on one bus: the second dials the first's nats-server."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.a = cloudtest.Cloud()
+        cls.a.__enter__()
+        assert cls.a.pubsub_url, cls.a.log
+        cls.b = cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": cls.a.pubsub_url})
+        cls.b.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.__exit__(None, None, None)
+        cls.a.__exit__(None, None, None)
+
+    def test_declarations_on_a_are_visible_on_b_at_once(self):
+        ca, cb = connect(self.a), connect(self.b)
+        try:
+            cha = ca.channel()
+            cha.exchange_declare(exchange="rep-x", exchange_type="topic", durable=True)
+            cha.queue_declare(queue="rep-q", durable=True)
+            cha.queue_bind(queue="rep-q", exchange="rep-x", routing_key="orders.*")
+            chb = cb.channel()
+            chb.exchange_declare(exchange="rep-x", passive=True)
+            chb.queue_declare(queue="rep-q", passive=True)
+            # A message published through B reaches the binding declared on A.
+            chb.confirm_delivery()
+            chb.basic_publish(exchange="rep-x", routing_key="orders.eu", body=b"from-b", mandatory=True)
+            method, _, body = cha.basic_get(queue="rep-q", auto_ack=True)
+            for _ in range(50):
+                if method is not None:
+                    break
+                time.sleep(0.1)
+                method, _, body = cha.basic_get(queue="rep-q", auto_ack=True)
+            self.assertEqual(body, b"from-b")
+            # A delete on A is seen on B.
+            cha.queue_delete(queue="rep-q")
+            self.assertFalse(queue_exists(cb, "rep-q"))
+        finally:
+            ca.close()
+            cb.close()
+
+    def test_concurrent_binds_from_both_replicas_all_survive(self):
+        setup = connect(self.a)
+        ch = setup.channel()
+        ch.exchange_declare(exchange="race-x", exchange_type="direct")
+        ch.queue_declare(queue="race-q")
+        errors = []
+
+        def bind_all(cloud, prefix):
+            try:
+                conn = connect(cloud)
+                c = conn.channel()
+                for i in range(8):
+                    c.queue_bind(queue="race-q", exchange="race-x", routing_key=f"{prefix}{i}")
+                conn.close()
+            except Exception as e:  # reported below, with the thread that failed
+                errors.append(f"{prefix}: {e!r}")
+
+        threads = [threading.Thread(target=bind_all, args=(self.a, "a")),
+                   threading.Thread(target=bind_all, args=(self.b, "b"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        self.assertEqual(errors, [])
+        # Every binding routes: publish one message per key through B and count on A.
+        conn_b = connect(self.b)
+        chb = conn_b.channel()
+        # A passive declare reads the bucket, so B's mirror holds A's binds before B's
+        # mandatory publishes are judged routable against it.
+        chb.queue_declare(queue="race-q", passive=True)
+        chb.confirm_delivery()
+        keys = [f"a{i}" for i in range(8)] + [f"b{i}" for i in range(8)]
+        for key in keys:
+            chb.basic_publish(exchange="race-x", routing_key=key, body=key.encode(), mandatory=True)
+        received = set()
+        deadline = time.monotonic() + 30
+        while len(received) < len(keys) and time.monotonic() < deadline:
+            method, _, body = ch.basic_get(queue="race-q", auto_ack=True)
+            if method is None:
+                time.sleep(0.05)
+            else:
+                received.add(body.decode())
+        self.assertEqual(received, set(keys))
+        conn_b.close()
+        setup.close()
+
+
+class Restart(unittest.TestCase):
+    def test_durable_topology_survives_a_restart_and_transient_does_not(self):
+        with cloudtest.NatsServer() as nats:
+            env = {"CLOUD_PUBSUB_URL": nats.url}
+            with cloudtest.Cloud(env=env) as first:
+                conn = connect(first)
+                ch = conn.channel()
+                ch.exchange_declare(exchange="keep-x", exchange_type="topic", durable=True)
+                ch.exchange_declare(exchange="drop-x", exchange_type="topic", durable=False)
+                ch.queue_declare(queue="keep-q", durable=True)
+                ch.queue_declare(queue="drop-q", durable=False)
+                ch.queue_bind(queue="keep-q", exchange="keep-x", routing_key="k.#")
+                conn.close()
+            with cloudtest.Cloud(env=env) as second:
+                conn = connect(second)
+                ch = conn.channel()
+                ch.exchange_declare(exchange="keep-x", passive=True)
+                ch.queue_declare(queue="keep-q", passive=True)
+                refused(self, lambda: conn.channel().exchange_declare(exchange="drop-x", passive=True), 404)
+                self.assertFalse(queue_exists(conn, "drop-q"))
+                # The binding survived: a publish to it is routable.
+                ch.confirm_delivery()
+                ch.basic_publish(exchange="keep-x", routing_key="k", body=b"x", mandatory=True)
+                self.assertEqual(ch.queue_declare(queue="keep-q", passive=True).method.message_count, 1)
+                conn.close()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

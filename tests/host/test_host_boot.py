@@ -1,0 +1,138 @@
+"""The host booted with the build's manifest: routes, boot order, stopping, the bus dying."""
+import os
+import signal
+import subprocess
+import unittest
+
+import cloudtest
+
+
+class RunningHostTest(unittest.TestCase):
+    """One boot shared by the read-only checks."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cloud = cloudtest.Cloud()
+        cls.cloud.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cloud.__exit__(None, None, None)
+
+    def test_every_row_has_a_constant_health_route(self):
+        for name in self.cloud.rows:
+            status, body = self.cloud.get(f"/v1/{name}/health")
+            self.assertEqual(status, 200)
+            self.assertEqual(body, {"service": name, "status": "ok"})
+
+    def test_amqp_row_is_served_when_its_plugin_is_built(self):
+        if not cloudtest.have_plugin("libcloud_amqp.so"):
+            self.assertNotIn("amqp", self.cloud.rows)  # not built yet: the harness left it out
+            return
+        self.assertIn("amqp", self.cloud.rows)
+        status, body = self.cloud.get("/v1/amqp/health")
+        self.assertEqual((status, body), (200, {"service": "amqp", "status": "ok"}))
+
+    def test_overall_health_lists_every_row(self):
+        status, body = self.cloud.get("/v1/health")
+        self.assertEqual(status, 200)
+        self.assertEqual(body["status"], "ok")
+        self.assertEqual([s["service"] for s in body["services"]], self.cloud.rows)
+        self.assertTrue(all(s["state"] == "mounted" for s in body["services"]), body)
+        self.assertEqual(body["degraded"], [])
+
+    def test_unknown_path_is_json_404_and_other_methods_405(self):
+        status, body = self.cloud.get("/v1/nothing-here")
+        self.assertEqual(status, 404)
+        self.assertEqual(body["path"], "/v1/nothing-here")
+        status, body = self.cloud.get("/v1/health", method="POST")
+        self.assertEqual(status, 405)
+        self.assertIn("only GET", body["error"])
+
+    def test_boot_order_and_addresses_are_logged(self):
+        log = self.cloud.log
+        pubsub = self.cloud.log_index("mounted pubsub")
+        self.assertGreaterEqual(pubsub, 0, log)
+        self.assertIn("cloud[pubsub]: nats-server (pid", log)
+        self.assertRegex(log, r"listening on nats://127\.0\.0\.1:\d+")
+        self.assertIn("http listening on http://127.0.0.1:", log)
+        if "amqp" in self.cloud.rows:
+            amqp = self.cloud.log_index("mounted amqp")
+            self.assertGreater(amqp, pubsub, log)
+            self.assertIn(str(self.cloud.amqp_port), log)
+
+    def test_version_and_check(self):
+        out = subprocess.run([cloudtest.CLOUD_BIN, "--version"], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0)
+        self.assertRegex(out.stdout, r"^cloud \d+\.\d+\.\d+ \(plugin ABI \d+, ")
+        out = subprocess.run([cloudtest.CLOUD_BIN, "--check", "--manifest", self.cloud.manifest,
+                              "--plugin-dir", cloudtest.PLUGIN_DIR], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("row 0 (pubsub): ok", out.stderr)
+        self.assertIn("check: ok", out.stderr)
+
+
+class StoppingTest(unittest.TestCase):
+    def test_sigterm_exits_zero_and_stops_nats_server(self):
+        cloud = cloudtest.Cloud()
+        with cloud:
+            nats = cloud.nats_children()
+            self.assertEqual(len(nats), 1, cloud.log)
+            code = cloud.stop(signal.SIGTERM)  # asserts no nats-server survives
+        self.assertEqual(code, 0, cloud.log)
+        self.assertIn("received SIGTERM; stopping", cloud.log)
+        self.assertIn("stopped", cloud.log)
+        # Reverse order: amqp stops before pubsub.
+        if "amqp" in cloud.rows:
+            self.assertLess(cloud.log_index("shutting down amqp"), cloud.log_index("shutting down pubsub"))
+        self.assertFalse(cloudtest.Cloud._accepts(cloud.http_port))
+
+    def test_sigint_exits_zero(self):
+        cloud = cloudtest.Cloud()
+        with cloud:
+            code = cloud.stop(signal.SIGINT)
+        self.assertEqual(code, 0, cloud.log)
+
+    def test_sigkill_of_the_host_leaves_no_nats_server(self):
+        cloud = cloudtest.Cloud()
+        with cloud:
+            nats = cloud.nats_children()
+            self.assertEqual(len(nats), 1)
+            code = cloud.stop(signal.SIGKILL)  # PR_SET_PDEATHSIG takes the child down
+        self.assertEqual(code, -signal.SIGKILL)
+        for pid in nats:
+            self.assertFalse(os.path.exists(f"/proc/{pid}") and pid in cloudtest.pids_running("nats-server"))
+
+    def test_nats_server_dying_after_boot_reports_pubsub_degraded(self):
+        cloud = cloudtest.Cloud()
+        with cloud:
+            [pid] = cloud.nats_children()
+            os.kill(pid, signal.SIGKILL)
+
+            def degraded():
+                _, body = cloud.get("/v1/health")
+                return body["status"] == "degraded"
+            self.assertTrue(cloudtest.wait_until(degraded, 20), cloud.log)
+            _, body = cloud.get("/v1/health")
+            reasons = {d["service"]: d["reason"] for d in body["degraded"]}
+            self.assertIn("pubsub", reasons)
+            self.assertIn("killed by signal 9", reasons["pubsub"])
+            # Liveness routes stay constant (HIP-1326 §7).
+            self.assertEqual(cloud.get("/v1/pubsub/health"), (200, {"service": "pubsub", "status": "ok"}))
+
+
+class ExternalBusTest(unittest.TestCase):
+    def test_pubsub_url_at_an_existing_server_launches_nothing(self):
+        with cloudtest.NatsServer() as nats:
+            cloud = cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": nats.url})
+            with cloud:
+                self.assertEqual(cloud.nats_children(), [])
+                self.assertEqual(cloud.pubsub_url, nats.url)
+                self.assertIn("launched nothing", cloud.log)
+                self.assertNotIn("nats-server (pid", cloud.log)
+            self.assertEqual(cloud.proc.returncode, 0)
+            self.assertIsNone(nats.proc.poll(), "the host must not stop a server it did not start")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

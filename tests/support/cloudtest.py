@@ -1,0 +1,286 @@
+"""Integration-test harness: runs the real `cloud` binary (real plugins, real nats-server).
+
+stdlib only; run by /usr/bin/python3. ctest passes the paths of this build through the
+environment (cmake/Testing.cmake, cloud_python_test): CLOUD_BIN, CLOUD_PLUGIN_DIR,
+CLOUD_MANIFEST, NATS_SERVER, CLOUD_SOURCE_DIR.
+
+Every instance gets free ports and its own temporary data directory, is stopped by PID, and
+on stop asserts that no nats-server it started survives.
+
+    with cloudtest.Cloud() as cloud:          # boots and waits for health (+ the AMQP port)
+        status, body = cloud.get("/v1/health")
+        pika.ConnectionParameters(port=cloud.amqp_port)
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+CLOUD_BIN = os.environ.get("CLOUD_BIN", "")
+PLUGIN_DIR = os.environ.get("CLOUD_PLUGIN_DIR", "")
+MANIFEST = os.environ.get("CLOUD_MANIFEST", "")
+NATS_SERVER = os.environ.get("NATS_SERVER", "/usr/bin/nats-server")
+
+# Sanitized builds boot slower; generous bounds keep the tests stable on a loaded machine.
+BOOT_TIMEOUT = float(os.environ.get("CLOUDTEST_BOOT_TIMEOUT", "60"))
+STOP_TIMEOUT = 30.0
+
+
+def free_port(host="127.0.0.1"):
+    """A port the kernel just handed out and released (ephemeral, so collisions are rare)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def have_plugin(library):
+    return os.path.isfile(os.path.join(PLUGIN_DIR, library))
+
+
+def manifest_rows(path=None):
+    with open(path or MANIFEST) as f:
+        return json.load(f)["apps"]
+
+
+def write_manifest(directory, rows):
+    path = os.path.join(directory, "apps.json")
+    with open(path, "w") as f:
+        json.dump({"apps": rows}, f, indent=2)
+    return path
+
+
+def available_manifest(directory):
+    """The build's manifest, without rows whose library is not built yet (e.g. amqp while it
+    is being written). Returns (path, row names)."""
+    rows = [r for r in manifest_rows() if have_plugin(r["library"])]
+    return write_manifest(directory, rows), [r["name"] for r in rows]
+
+
+def pids_running(pattern):
+    """PIDs of live (non-zombie) processes whose command line contains `pattern`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if pattern in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def wait_until(predicate, timeout, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+class Cloud:
+    """One `cloud` process. Arguments:
+    manifest: path (default: the build's manifest, minus rows whose plugin is not built)
+    env: extra environment (overrides the harness's defaults)
+    wait: False to start without waiting for readiness (for boots expected to fail)
+    """
+
+    def __init__(self, manifest=None, env=None, wait=True, plugin_dir=None):
+        self.tmp = tempfile.mkdtemp(prefix="cloudtest-")
+        self.data_dir = os.path.join(self.tmp, "data")
+        if manifest is None:
+            manifest, self.rows = available_manifest(self.tmp)
+        else:
+            self.rows = [r["name"] for r in manifest_rows(manifest)]
+        self.manifest = manifest
+        self.plugin_dir = plugin_dir or PLUGIN_DIR
+        self.amqp_port = free_port()
+        self.env = dict(os.environ)
+        self.env.update({
+            "CLOUD_HTTP_HOST": "127.0.0.1",
+            "CLOUD_HTTP_PORT": "0",
+            "CLOUD_PUBSUB_PORT": "0",
+            "CLOUD_AMQP_PORT": str(self.amqp_port),
+            "CLOUD_AMQP_HOST": "127.0.0.1",
+            "CLOUD_DATA_DIR": self.data_dir,
+            "NATS_SERVER_BIN": NATS_SERVER,
+        })
+        self.env.update(env or {})
+        self.wait = wait
+        self.proc = None
+        self.http_port = None
+        self.pubsub_url = None
+        self.lines = []
+        self._lines_lock = threading.Lock()
+        self._reader = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [CLOUD_BIN, "--manifest", self.manifest, "--plugin-dir", self.plugin_dir],
+            env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, cwd=self.tmp)
+        self._reader = threading.Thread(target=self._read_output, daemon=True)
+        self._reader.start()
+        if self.wait:
+            self.wait_ready()
+        return self
+
+    def _read_output(self):
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            with self._lines_lock:
+                self.lines.append(line)
+
+    def wait_ready(self, timeout=BOOT_TIMEOUT):
+        """Health answers and, when the amqp row is mounted, its port accepts."""
+        def http_up():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"cloud exited with {self.proc.returncode} during boot:\n{self.log}")
+            m = re.search(r"http listening on http://[^:]+:(\d+)", self.log)
+            if m:
+                self.http_port = int(m.group(1))
+            return self.http_port is not None
+        if not wait_until(http_up, timeout):
+            raise AssertionError(f"cloud did not become ready in {timeout}s:\n{self.log}")
+        status, _ = self.get("/v1/health")
+        assert status == 200, self.log
+        m = re.search(r"listening on (nats://\S+?),", self.log) or re.search(r"existing bus at (\S+)", self.log)
+        self.pubsub_url = m.group(1) if m else None
+        if "amqp" in self.rows:
+            if not wait_until(lambda: self._accepts(self.amqp_port), timeout):
+                raise AssertionError(f"AMQP port {self.amqp_port} does not accept:\n{self.log}")
+        return self
+
+    @staticmethod
+    def _accepts(port):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def wait_exit(self, timeout=BOOT_TIMEOUT):
+        """For boots expected to fail: the exit code (the process is reaped)."""
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"cloud did not exit within {timeout}s:\n{self.log}")
+        self._reader.join(timeout=5)
+        self.proc.stdout.close()
+        return code
+
+    def nats_children(self):
+        """nats-server processes serving this instance (their store is in our data dir)."""
+        return pids_running(self.data_dir) if os.path.isdir(self.tmp) else []
+
+    def stop(self, sig=signal.SIGTERM):
+        """Signals the host by PID and returns its exit code; asserts no nats-server survives."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        code = self.wait_exit(STOP_TIMEOUT)
+        self.assert_no_nats_survives()
+        return code
+
+    def assert_no_nats_survives(self, timeout=10):
+        # After SIGKILL of the host the kernel's PDEATHSIG delivery is asynchronous: allow a moment.
+        if not wait_until(lambda: not self.nats_children(), timeout):
+            survivors = self.nats_children()
+            for pid in survivors:
+                os.kill(pid, signal.SIGKILL)
+            raise AssertionError(f"nats-server outlived the host: pids {survivors}\n{self.log}")
+
+    def cleanup(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for pid in self.nats_children():
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def __exit__(self, *exc):
+        try:
+            if exc[0] is None:
+                self.stop()
+        finally:
+            self.cleanup()
+        return False
+
+    # -- observation -------------------------------------------------------------------------
+
+    @property
+    def log(self):
+        with self._lines_lock:
+            return "\n".join(self.lines)
+
+    def log_index(self, needle):
+        """Index of the first log line containing `needle`, or -1."""
+        with self._lines_lock:
+            for i, line in enumerate(self.lines):
+                if needle in line:
+                    return i
+        return -1
+
+    def get(self, path, method="GET"):
+        """(HTTP status, parsed JSON body) from the health endpoint."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.http_port}{path}", method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+
+class NatsServer:
+    """A nats-server of the test's own (for CLOUD_PUBSUB_URL), stopped by PID."""
+
+    def __init__(self):
+        self.tmp = tempfile.mkdtemp(prefix="cloudtest-nats-")
+        self.port = free_port()
+        self.url = f"nats://127.0.0.1:{self.port}"
+        self.proc = None
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(
+            [NATS_SERVER, "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", self.tmp],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not wait_until(lambda: Cloud._accepts(self.port), 20):
+            self.__exit__(None, None, None)
+            raise AssertionError("the test's own nats-server did not start")
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return False
