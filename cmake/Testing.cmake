@@ -13,13 +13,15 @@ add_library(cloud_doctest_main OBJECT ${_cloud_doctest_main})
 target_link_libraries(cloud_doctest_main PUBLIC doctest::doctest)
 
 # cloud_unit_test(<name> SOURCES ... LIBS ...): one doctest binary per library, labelled
-# `unit` and the component, discovered test case by test case.
+# `unit`, discovered test case by test case and named `<component>.<test case>` (so two
+# binaries' cases cannot clash, and `ctest -R '^wire\.'` selects a component). A second label
+# cannot be passed: doctest_discover_tests appends its own LABELS after PROPERTIES.
 function(cloud_unit_test name)
   cmake_parse_arguments(ARG "" "COMPONENT" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES} $<TARGET_OBJECTS:cloud_doctest_main>)
   target_link_libraries(${name} PRIVATE doctest::doctest ${ARG_LIBS})
   cloud_warnings(${name})
-  doctest_discover_tests(${name} ADD_LABELS 0 PROPERTIES LABELS "unit;${ARG_COMPONENT}")
+  doctest_discover_tests(${name} TEST_PREFIX "${ARG_COMPONENT}." ADD_LABELS 0 PROPERTIES LABELS unit)
 endfunction()
 
 # cloud_python_test(<name> <file.py> [LABELS ...] [TIMEOUT s] [ENV VAR=value ...]): an

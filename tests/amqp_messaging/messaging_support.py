@@ -58,6 +58,16 @@ class Cloud:
         self.children = []
         self.log_path = os.path.join(self.data_dir, "cloud.log")
 
+    @classmethod
+    def launch(cls):
+        """A started Cloud; nothing is left behind when it cannot start."""
+        cloud = cls()
+        try:
+            return cloud.start()
+        except BaseException:
+            cloud.close()
+            raise
+
     def start(self, timeout=60):
         env = dict(os.environ)
         env.update({

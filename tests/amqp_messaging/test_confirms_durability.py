@@ -68,7 +68,7 @@ def publish_with_confirms(cloud, queue, count, timeout=120.0):
 
 class Confirms(unittest.TestCase):
     def setUp(self):
-        self.cloud = Cloud().start()
+        self.cloud = Cloud.launch()
 
     def tearDown(self):
         self.cloud.close()
@@ -88,7 +88,7 @@ class Confirms(unittest.TestCase):
 
 class Durability(unittest.TestCase):
     def setUp(self):
-        self.cloud = Cloud().start()
+        self.cloud = Cloud.launch()
 
     def tearDown(self):
         self.cloud.close()

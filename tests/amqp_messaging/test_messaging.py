@@ -24,7 +24,7 @@ CLOUD = None
 
 def setUpModule():
     global CLOUD
-    CLOUD = Cloud().start()
+    CLOUD = Cloud.launch()
 
 
 def tearDownModule():

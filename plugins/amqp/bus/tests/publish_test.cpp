@@ -121,12 +121,16 @@ TEST_CASE("no_wait pull on an empty queue answers 404 no messages") {
   CHECK(col.events.front().status == pull_status::no_messages);
 }
 
-TEST_CASE("a pull on a deleted queue reports the consumer gone") {
+TEST_CASE("a queue deleted under a waiting pull reports the consumer gone (409)") {
   harness h;
-  collector col(h, "ghost");
-  col.p->request(1, 1s);
+  REQUIRE(h.bus->ensure_queue_consumer("doomed", {{"amqp.d.doomed"}, "amqp.d.doomed"}).ok());
+  collector col(h, "doomed");
+  col.p->request(1, 5s);
+  h.run_until([] { return false; }, 300ms);  // the request waits on the server
+  REQUIRE(h.bus->delete_queue_consumer("doomed").ok());
   REQUIRE(h.run_until([&] { return !col.events.empty(); }));
   CHECK(col.events.front().status == pull_status::consumer_gone);
+  CHECK(col.events.front().code == 409);
 }
 
 TEST_CASE("interest retention: a message published while no queue holds it is not kept") {

@@ -87,7 +87,7 @@ TEST_CASE("nesting up to the depth limit is accepted") {
 }
 
 TEST_CASE("a bool octet other than 0 or 1 decodes as true") {
-  auto back = decode_table(octets(std::string("\0\0\0\x03\x01kt\x07", 8)));
+  auto back = decode_table(octets(std::string("\0\0\0\x04\x01kt\x07", 8)));
   REQUIRE(back.ok());
   CHECK(std::get<bool>(back->entries.at(0).value.value));
 }

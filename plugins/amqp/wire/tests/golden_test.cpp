@@ -345,11 +345,12 @@ std::string read_until_eof(int fd) {
 TEST_CASE("golden: what rabbitmq-c writes to a socket for a publish is what we write") {
   listener server;
   amqp_connection_state_t conn = amqp_new_connection();
+  // rabbitmq-c only accepts tuning while its connection is idle, i.e. before the socket opens.
+  REQUIRE(amqp_tune_connection(conn, 0, 4096, 0) == AMQP_STATUS_OK);
   amqp_socket_t* sock = amqp_tcp_socket_new(conn);
   REQUIRE(sock != nullptr);
   REQUIRE(amqp_socket_open(sock, "127.0.0.1", server.port) == AMQP_STATUS_OK);
   REQUIRE(amqp_send_header(conn) == AMQP_STATUS_OK);
-  REQUIRE(amqp_tune_connection(conn, 0, 4096, 0) == AMQP_STATUS_OK);
 
   amqp_basic_properties_t props{};
   props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_PRIORITY_FLAG;

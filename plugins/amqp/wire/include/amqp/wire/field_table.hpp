@@ -51,7 +51,7 @@ struct field_value {
                                field_table, field_array, void_value>;
   variant value;
 
-  field_value() : value(void_value{}) {}
+  field_value();  // defined below, where table_entry is complete (clang needs that)
   template <class T>
     requires std::is_constructible_v<variant, T&&> && (!std::is_same_v<std::decay_t<T>, field_value>)
   field_value(T&& v) : value(std::forward<T>(v)) {}  // NOLINT: implicit by design, like the variant
@@ -64,6 +64,7 @@ struct table_entry {
   bool operator==(const table_entry&) const = default;
 };
 
+inline field_value::field_value() : value(void_value{}) {}
 inline bool field_table::operator==(const field_table& o) const { return entries == o.entries; }
 inline bool field_array::operator==(const field_array& o) const { return items == o.items; }
 
