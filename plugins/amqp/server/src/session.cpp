@@ -112,7 +112,10 @@ awaitable<void> session::read_loop() {
       co_await wait_for_drain();
       continue;
     }
-    if (!co_await read_more()) co_return;
+    // g++ 12 miscompiles a co_await inside an if-condition here (SIGILL when the coroutine
+    // resumes): keep the awaited value in a variable.
+    const bool more = co_await read_more();
+    if (!more) co_return;
   }
 }
 

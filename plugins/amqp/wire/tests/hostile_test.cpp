@@ -184,7 +184,7 @@ TEST_CASE("an oversized long string is refused without allocating its claimed si
   const std::string huge_table = be32(0xFFFFFFFF) + "\x01k";
   auto t = decode_table(octets(huge_table));
   REQUIRE_FALSE(t.ok());
-  check_error(t.error(), reply_code::syntax_error, "field table of 4294967295 octets overruns");
+  check_error(t.error(), reply_code::syntax_error, "field table of 4294967295 octets in 'table' overruns");
 }
 
 std::string nested_arrays(std::size_t levels) {

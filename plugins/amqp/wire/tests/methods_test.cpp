@@ -59,7 +59,7 @@ TEST_CASE("method facts come from the table") {
   CHECK(info_of(method{queue_declare{}}).synchronous);
   CHECK_FALSE(info_of(method{queue_declare_ok{}}).synchronous);
   CHECK(info_of(method{basic_get{}}).key == basic_get::key);
-  CHECK(info_of(method{}).name == "(no method)");
+  CHECK(info_of(method{std::monostate{}}).name == "(no method)");
 }
 
 TEST_CASE("bits share an octet, least significant first") {
