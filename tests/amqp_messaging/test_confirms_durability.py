@@ -50,8 +50,11 @@ def publish_with_confirms(cloud, queue, count, timeout=120.0):
 
     def on_channel(ch):
         conn_box["ch"] = ch
-        ch.add_on_close_callback(lambda c, reason: (errors.append(f"channel closed: {reason}"),
-                                                    conn_box["conn"].close()))
+        # Closing the connection when every confirm arrived closes the channel too (200); only
+        # a close by the server is an error.
+        ch.add_on_close_callback(
+            lambda c, reason: isinstance(reason, pika.exceptions.ChannelClosedByBroker)
+            and (errors.append(f"channel closed by the server: {reason}"), conn_box["conn"].close()))
         ch.confirm_delivery(settle, callback=on_selected)
 
     def on_open(conn):

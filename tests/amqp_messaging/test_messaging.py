@@ -3,6 +3,7 @@
 A real `cloud` (embedded nats-server) and pika, /usr/bin/python3. Every test names its own
 exchanges and queues, so the tests of this file share one `cloud`.
 """
+import decimal
 import os
 import signal
 import socket
@@ -87,7 +88,7 @@ class Properties(Base):
     def test_properties_and_nested_headers_round_trip_exactly(self):
         q = self.queue()
         headers = {
-            "int": 7, "neg": -123456789012, "text": "héllo", "float": 1.5, "flag": True,
+            "int": 7, "neg": -123456789012, "text": "héllo", "decimal": decimal.Decimal("1.5"), "flag": True,
             "bytes": b"\x00\x01\xff".decode("latin-1"),
             "nested": {"deep": {"n": 2 ** 40, "s": "x"}, "list": [1, "a", {"k": "v"}]},
         }

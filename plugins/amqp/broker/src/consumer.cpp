@@ -42,7 +42,9 @@ void pull_source::stop_puller() {
 void pull_source::on_delivery(bus::delivery d) {
   if (asked_ > 0) --asked_;
   if (!sink_) {
-    broker_->bus().nak(d.reply);  // nobody to deliver to: back to the queue at once
+    // Nobody to deliver to: back to the queue, after this request's lifetime, or JetStream would
+    // hand it straight back to the same still-open request (inflating its delivery count).
+    broker_->bus().nak_later(d.reply, pull_expires);
     if (asked_ == 0) stop_puller();
     return;
   }

@@ -70,7 +70,7 @@ class pull_source : public std::enable_shared_from_this<pull_source> {
 // How a consumer's pulls are sized and how long one waits on the server.
 inline constexpr std::uint32_t max_pull_batch = 256;
 inline constexpr std::uint32_t no_ack_pull_batch = 64;
-inline constexpr std::chrono::milliseconds pull_expires{5000};
+inline constexpr std::chrono::milliseconds pull_expires{2000};
 inline constexpr std::chrono::milliseconds pull_retry_delay{1000};  // after a bus error
 
 class consumer final : public pull_source::sink, public std::enable_shared_from_this<consumer> {

@@ -111,6 +111,7 @@ class client_impl final : public client {
                                       std::function<void(pull_event)> on_event) override;
   void ack(const std::string& reply) override;
   void nak(const std::string& reply) override;
+  void nak_later(const std::string& reply, std::chrono::milliseconds delay) override;
   void term(const std::string& reply) override;
 
   boost::asio::any_io_executor worker_executor() override { return workers_->get_executor(); }

@@ -42,6 +42,20 @@ std::string describe(const std::vector<std::string>& filters) {
   return out;
 }
 
+// Where a replacement consumer starts so that nothing the old one still owed is lost: after
+// its ack floor; for one that never delivered, after the point it was created at. A consumer
+// that delivered but never acked restarts at the stream's first message (redeliveries, which
+// the adaptor's exact filter match and AMQP's at-least-once allow; never a loss).
+std::uint64_t resume_sequence(const json& info) {
+  const json none = json::object();
+  const json& floor = info.contains("ack_floor") ? info["ack_floor"] : none;
+  const json& delivered = info.contains("delivered") ? info["delivered"] : none;
+  const auto acked_stream = floor.value("stream_seq", std::uint64_t{0});
+  if (acked_stream > 0) return acked_stream + 1;
+  if (delivered.value("consumer_seq", std::uint64_t{0}) == 0) return delivered.value("stream_seq", std::uint64_t{0}) + 1;
+  return 1;
+}
+
 }  // namespace
 
 json client_impl::consumer_config(const std::string& queue, const consumer_filters& filters) const {
@@ -81,10 +95,27 @@ bus_status client_impl::ensure_queue_consumer(const std::string& queue, const co
   if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word (no '.', '*', '>' or blanks)");
   const bool have_filter = multi_filter_ ? !filters.exact.empty() || !filters.cover.empty() : !filters.cover.empty();
   if (!have_filter) return failure(step, "no filter subject given; a queue consumer without one would read every message");
+  json config = consumer_config(queue, filters);
+  if (!multi_filter_) {
+    // nats-server 2.9 accepts an update of filter_subject, but its pulls then keep skipping
+    // messages that match the new filter (measured on 2.9.10: 408 with Nats-Pending-Messages 1).
+    // So there a changed filter means a new consumer, resumed where the old one's
+    // unacknowledged messages begin; an unchanged one needs no call at all.
+    auto existing = api(step, std::string{"CONSUMER.INFO."} + stream_name + "." + queue, nullptr);
+    if (existing) {
+      if (returned_filters(existing->value("config", json::object())) == std::vector<std::string>{filters.cover})
+        return bus_ok();
+      if (auto deleted = delete_queue_consumer(queue); !deleted) return deleted;
+      config["deliver_policy"] = "by_start_sequence";
+      config["opt_start_seq"] = resume_sequence(*existing);
+    } else if (existing.error().kind != bus_errc::not_found) {
+      return existing.error();
+    }
+  }
   const std::string api_subject = std::string{"CONSUMER.DURABLE.CREATE."} + stream_name + "." + queue;
   // The durable create both creates and, when the consumer exists, updates it (filters
   // change on bind/unbind).
-  auto created = api(step, api_subject, json{{"stream_name", stream_name}, {"config", consumer_config(queue, filters)}});
+  auto created = api(step, api_subject, json{{"stream_name", stream_name}, {"config", config}});
   if (!created) return created.error();
   if (auto checked = check_filters(queue, filters, *created); !checked) {
     // Never leave a consumer with a wrong filter collecting messages.

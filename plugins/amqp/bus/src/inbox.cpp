@@ -57,6 +57,10 @@ void client_impl::settle(const std::string& reply, const char* verb) {
 void client_impl::ack(const std::string& reply) { settle(reply, "+ACK"); }
 void client_impl::nak(const std::string& reply) { settle(reply, "-NAK"); }
 void client_impl::term(const std::string& reply) { settle(reply, "+TERM"); }
+void client_impl::nak_later(const std::string& reply, std::chrono::milliseconds delay) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(delay).count();
+  settle(reply, ("-NAK {\"delay\": " + std::to_string(ns) + "}").c_str());
+}
 
 // ---- the subscription ---------------------------------------------------------------------
 

@@ -24,11 +24,19 @@ TEST_CASE("ensure_queue_consumer: the server's config carries exactly the asked 
   CHECK(info["config"]["ack_wait"] == 300'000'000'000LL);
   CHECK(info["config"]["durable_name"] == "jobs");
 
-  // Bind: the cover widens; the same durable is updated in place.
+  // The same filters again: nothing to do, the consumer is untouched.
+  made = bus.ensure_queue_consumer("jobs", {{"amqp.d.jobs"}, "amqp.d.jobs"});
+  REQUIRE_MESSAGE(made.ok(), made.error().text);
+  CHECK(server.api("CONSUMER.INFO.AMQP.jobs")["created"] == info["created"]);
+
+  // Bind: the cover widens. nats-server 2.9 would accept an in-place filter update and then skip
+  // matching messages on pull, so the durable is replaced, resuming where the old one stood.
   made = bus.ensure_queue_consumer("jobs", {{"amqp.d.jobs", "amqp.t.a.>", "amqp.t.a"}, "amqp.>"});
   REQUIRE_MESSAGE(made.ok(), made.error().text);
-  CHECK(server.api("CONSUMER.INFO.AMQP.jobs")["config"]["filter_subject"] == "amqp.>");
-  CHECK(server.api("CONSUMER.INFO.AMQP.jobs")["created"] == info["created"]);
+  auto widened = server.api("CONSUMER.INFO.AMQP.jobs");
+  CHECK(widened["config"]["filter_subject"] == "amqp.>");
+  CHECK(widened["config"]["deliver_policy"] == "by_start_sequence");
+  CHECK(widened["config"]["opt_start_seq"] == 1);
 
   auto q = bus.queue_info("jobs");
   REQUIRE(q.ok());
