@@ -84,6 +84,7 @@ status pubsub_plugin::use_external(plugin_api::host_services& host, const config
         const auto payload = probed.info->max_payload ? probed.info->max_payload : c.max_payload;
         host.publish("url", urls);
         host.publish("max_payload", std::to_string(payload));
+        host.publish("embedded", "false");
         host.log(plugin_api::log_level::info, "using the existing bus at " + urls +
                                                   " (CLOUD_PUBSUB_URL; launched nothing), max_payload " +
                                                   std::to_string(payload));
@@ -144,6 +145,9 @@ status pubsub_plugin::launch(plugin_api::host_services& host, config c) {
   const auto url = url_of(c.host, c.port);
   host.publish("url", url);
   host.publish("max_payload", std::to_string(c.max_payload));
+  // A server this process launched died with it if it ever died: no other process can hold
+  // deliveries from it (riders use this to reclaim orphaned ones at boot).
+  host.publish("embedded", "true");
   host.log(plugin_api::log_level::info, "nats-server (pid " + std::to_string(child_->pid()) + ") listening on " +
                                             url + ", JetStream store " + c.store_dir.string() +
                                             ", max_payload " + std::to_string(c.max_payload));

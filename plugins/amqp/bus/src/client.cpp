@@ -12,7 +12,7 @@ bus_result<std::shared_ptr<client>> client::open(const client_options& options) 
   using step_fn = bus_status (detail::client_impl::*)();
   for (step_fn step : {&detail::client_impl::dial, &detail::client_impl::ensure_stream,
                        &detail::client_impl::ensure_bucket, &detail::client_impl::detect_strategy,
-                       &detail::client_impl::start_inbox}) {
+                       &detail::client_impl::reclaim_unacked, &detail::client_impl::start_inbox}) {
     if (auto done = (c.get()->*step)(); !done) {
       c->close();
       return done.error();

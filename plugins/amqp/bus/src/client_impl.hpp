@@ -84,6 +84,7 @@ class client_impl final : public client {
   bus_status ensure_stream();
   bus_status ensure_bucket();
   bus_status detect_strategy();
+  bus_status reclaim_unacked();
   bus_status start_inbox();
 
   bus_result<topology_watch> watch_topology(

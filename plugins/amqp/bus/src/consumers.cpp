@@ -58,6 +58,31 @@ std::uint64_t resume_sequence(const json& info) {
 
 }  // namespace
 
+bus_status client_impl::reclaim_unacked() {
+  if (!options_.reclaim_unacked) return bus_ok();
+  const std::string step = "reclaim unacknowledged deliveries";
+  auto names = api(step, std::string{"CONSUMER.NAMES."} + stream_name, json::object());
+  if (!names) return names.error();
+  for (const auto& name : names->value("consumers", json::array())) {
+    if (!name.is_string()) continue;
+    const auto queue = name.get<std::string>();
+    auto info = api(step, std::string{"CONSUMER.INFO."} + stream_name + "." + queue, nullptr);
+    if (!info) {
+      if (info.error().kind == bus_errc::not_found) continue;
+      return info.error();
+    }
+    if (info->value("num_ack_pending", std::uint64_t{0}) == 0) continue;
+    json config = info->value("config", json::object());
+    config["deliver_policy"] = "by_start_sequence";
+    config["opt_start_seq"] = resume_sequence(*info);
+    if (auto deleted = delete_queue_consumer(queue); !deleted) return deleted;
+    auto created = api(step, std::string{"CONSUMER.DURABLE.CREATE."} + stream_name + "." + queue,
+                       json{{"stream_name", stream_name}, {"config", config}});
+    if (!created) return created.error();
+  }
+  return bus_ok();
+}
+
 json client_impl::consumer_config(const std::string& queue, const consumer_filters& filters) const {
   json config = {{"durable_name", queue},
                  {"deliver_policy", "new"},

@@ -91,6 +91,7 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     options.url = *url;
     options.creds_file = cfg.pubsub_creds;
     options.deadline = host.startup_deadline();
+    options.reclaim_unacked = host.lookup("pubsub", "embedded") == std::optional<std::string>{"true"};
     auto opened = bus::client::open(options);
     if (!opened) return failed("bus", opened.error().text);
     bus_ = std::move(*opened);

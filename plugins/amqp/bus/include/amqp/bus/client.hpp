@@ -43,6 +43,11 @@ struct client_options {
   std::chrono::milliseconds publish_timeout{10000};  // no pub-ack by then → done(error)
   std::chrono::milliseconds request_timeout{5000};   // each blocking JetStream API call
   int worker_threads = 2;                             // the run_blocking pool
+  // The bus started with this process (pubsub's embedded server): deliveries still awaiting an
+  // ack at boot belong to sessions that died with the previous process, so each queue
+  // consumer holding some is replaced from its ack floor and they are delivered again now,
+  // not after the five-minute ack wait. Never set for a shared bus: live replicas hold those.
+  bool reclaim_unacked = false;
 };
 
 struct kv_entry {
