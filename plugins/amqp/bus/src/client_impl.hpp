@@ -85,6 +85,8 @@ class client_impl final : public client {
   bus_status ensure_bucket();
   bus_status detect_strategy();
   bus_status reclaim_unacked();
+  bus_status ensure_queue_consumer_once(const std::string& queue, const consumer_filters& filters,
+                                        const std::string& step);
   bus_status start_inbox();
 
   bus_result<topology_watch> watch_topology(

@@ -11,6 +11,7 @@ namespace {
 
 constexpr std::int64_t ack_wait_ns = 5LL * 60 * 1'000'000'000;  // five minutes (HIP-1326 §2)
 constexpr int max_waiting_pulls = 4096;  // outstanding pull requests per queue
+constexpr int js_deliver_policy_not_updatable = 10012;  // JetStream error code
 
 // A consumer name is one subject token and may not contain these.
 bool valid_queue_name(const std::string& q) {
@@ -120,6 +121,17 @@ bus_status client_impl::ensure_queue_consumer(const std::string& queue, const co
   if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word (no '.', '*', '>' or blanks)");
   const bool have_filter = multi_filter_ ? !filters.exact.empty() || !filters.cover.empty() : !filters.cover.empty();
   if (!have_filter) return failure(step, "no filter subject given; a queue consumer without one would read every message");
+  // Two replicas may replace the same consumer at once (2.9, below): the loser's create then
+  // meets the winner's consumer ("deliver policy can not be updated") and looks again.
+  constexpr int attempts = 4;
+  for (int attempt = 1;; ++attempt) {
+    auto done = ensure_queue_consumer_once(queue, filters, step);
+    if (done || attempt == attempts || done.error().js_code != js_deliver_policy_not_updatable) return done;
+  }
+}
+
+bus_status client_impl::ensure_queue_consumer_once(const std::string& queue, const consumer_filters& filters,
+                                                   const std::string& step) {
   json config = consumer_config(queue, filters);
   if (!multi_filter_) {
     // nats-server 2.9 accepts an update of filter_subject, but its pulls then keep skipping
