@@ -40,6 +40,21 @@ TEST_CASE("settlements above a gap wait, then go out as one multiple ack") {
   CHECK(c.settle(4, outcome::ack) == std::vector<confirm>{{outcome::ack, 4, false}});
 }
 
+TEST_CASE("held confirms of one burst merge per outcome and keep their order") {
+  publish_confirms c;
+  c.select();
+  issue(c, 4);
+  CHECK(c.hold(c.settle(1, outcome::ack)));  // the first hold asks for a flush
+  CHECK_FALSE(c.hold(c.settle(2, outcome::ack)));
+  CHECK_FALSE(c.hold(c.settle(3, outcome::nack)));
+  CHECK_FALSE(c.hold(c.settle(4, outcome::ack)));
+  CHECK(c.take_held() == std::vector<confirm>{{outcome::ack, 2, true}, {outcome::nack, 3, false},
+                                              {outcome::ack, 4, false}});
+  CHECK(c.take_held().empty());
+  CHECK(c.unconfirmed() == 0);
+  CHECK_FALSE(c.hold({}));  // nothing to send: no flush
+}
+
 TEST_CASE("a nack in the middle splits the run: multiple never covers a different outcome") {
   publish_confirms c;
   c.select();

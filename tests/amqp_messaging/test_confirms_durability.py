@@ -4,16 +4,14 @@ A real `cloud` per test (the durability test restarts it on the same store) and 
 asynchronous connection, so publishes are pipelined: the client never waits for a confirm
 before the next publish.
 """
-import os
-import sys
+import signal
 import time
 import unittest
 import uuid
 
 import pika
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from messaging_support import Cloud  # noqa: E402
+import cloudtest
 
 
 def params(cloud):
@@ -71,10 +69,7 @@ def publish_with_confirms(cloud, queue, count, timeout=120.0):
 
 class Confirms(unittest.TestCase):
     def setUp(self):
-        self.cloud = Cloud.launch()
-
-    def tearDown(self):
-        self.cloud.close()
+        self.cloud = self.enterContext(cloudtest.Cloud())
 
     def test_confirms_for_ten_thousand_pipelined_publishes_all_arrive(self):
         q = f"q-{uuid.uuid4().hex[:10]}"
@@ -91,10 +86,7 @@ class Confirms(unittest.TestCase):
 
 class Durability(unittest.TestCase):
     def setUp(self):
-        self.cloud = Cloud.launch()
-
-    def tearDown(self):
-        self.cloud.close()
+        self.cloud = self.enterContext(cloudtest.Cloud())
 
     def test_nothing_confirmed_is_lost_and_nothing_acked_returns_across_a_sigkill(self):
         q = f"durable-{uuid.uuid4().hex[:10]}"
@@ -126,7 +118,7 @@ class Durability(unittest.TestCase):
         # handed them to the bus; give the bus a moment to take them before the kill.
         ch.basic_qos(prefetch_count=500)
         time.sleep(1.0)
-        self.cloud.kill()
+        self.cloud.stop(signal.SIGKILL)  # no shutdown code runs in the adaptor
         try:
             conn.close()
         except Exception:

@@ -39,16 +39,25 @@ def eventually(predicate, timeout=15.0):
     return predicate()
 
 
-def queue_exists(conn, name):
+def exists(conn, declare_passive):
+    """declare_passive(channel) on a fresh channel: True = declare-ok, False = 404."""
     ch = conn.channel()
     try:
-        ch.queue_declare(queue=name, passive=True)
+        declare_passive(ch)
         ch.close()
         return True
     except pika.exceptions.ChannelClosedByBroker as e:
         if e.reply_code != 404:
             raise
         return False
+
+
+def queue_exists(conn, name):
+    return exists(conn, lambda ch: ch.queue_declare(queue=name, passive=True))
+
+
+def exchange_exists(conn, name):
+    return exists(conn, lambda ch: ch.exchange_declare(exchange=name, passive=True))
 
 
 class OneCloud(unittest.TestCase):
@@ -145,6 +154,25 @@ class OneCloud(unittest.TestCase):
         self.assertEqual(self.ch.queue_purge(queue="purge-q").method.message_count, 3)
         self.assertEqual(self.ch.queue_declare(queue="purge-q", passive=True).method.message_count, 0)
 
+    def test_queue_arguments_that_change_delivery_are_540_and_hints_are_accepted(self):
+        for argument, value, remedy in (("x-message-ttl", 1000, "expire"),
+                                        ("x-dead-letter-exchange", "dlx", "dead-lettering"),
+                                        ("x-max-length", 10, "length-limited"),
+                                        ("x-max-priority", 5, "priority"),
+                                        ("x-single-active-consumer", True, "every consumer"),
+                                        ("x-queue-type", "stream", "stream")):
+            ch = self.conn.channel()
+            refused(self, lambda: ch.queue_declare(queue="args-q", arguments={argument: value}), 540,
+                    argument, remedy)
+        ch = self.conn.channel()
+        with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as caught:
+            ch.queue_declare(queue="args-q", passive=True)
+        self.assertEqual(caught.exception.reply_code, 404, "a refused declare created nothing")
+        ch = self.conn.channel()
+        ok = ch.queue_declare(queue="args-hints-q", arguments={"x-queue-type": "quorum", "x-expires": 60000,
+                                                               "x-single-active-consumer": False})
+        self.assertEqual(ok.method.queue, "args-hints-q")
+
     def test_headers_exchange_is_540_with_the_remedy_and_a_new_channel_works(self):
         refused(self, lambda: self.ch.exchange_declare(exchange="hx", exchange_type="headers"), 540,
                 "no subject")
@@ -172,6 +200,25 @@ class OneCloud(unittest.TestCase):
         ch.queue_unbind(queue="used-q", exchange="used-x")
         ch.exchange_delete(exchange="used-x", if_unused=True)
         ch.exchange_delete(exchange="used-x")  # absent: RabbitMQ answers delete-ok
+
+    def test_auto_delete_exchange_goes_with_its_last_binding_and_only_then(self):
+        # Celery/kombu declare auto_delete exchanges; RabbitMQ deletes one when its last
+        # binding goes (unbind, or the bound queue's deletion), never for having had none.
+        self.ch.exchange_declare(exchange="ad-x", exchange_type="direct", auto_delete=True)
+        self.ch.queue_declare(queue="ad-q1")
+        self.ch.queue_declare(queue="ad-q2")
+        self.ch.queue_unbind(queue="ad-q1", exchange="ad-x", routing_key="none")
+        self.assertTrue(exchange_exists(self.conn, "ad-x"))
+        self.ch.queue_bind(queue="ad-q1", exchange="ad-x", routing_key="k1")
+        self.ch.queue_bind(queue="ad-q2", exchange="ad-x", routing_key="k2")
+        self.ch.queue_unbind(queue="ad-q1", exchange="ad-x", routing_key="k1")
+        self.assertTrue(exchange_exists(self.conn, "ad-x"))
+        self.ch.queue_unbind(queue="ad-q2", exchange="ad-x", routing_key="k2")
+        self.assertFalse(exchange_exists(self.conn, "ad-x"))
+        self.ch.exchange_declare(exchange="ad-x", exchange_type="fanout", auto_delete=True)
+        self.ch.queue_bind(queue="ad-q1", exchange="ad-x")
+        self.ch.queue_delete(queue="ad-q1")
+        self.assertFalse(exchange_exists(self.conn, "ad-x"))
 
     def test_transactions_and_flow_are_refused_with_remedies(self):
         refused(self, lambda: self.ch.tx_select(), 540, "confirm.select")
@@ -218,6 +265,26 @@ class Replicas(unittest.TestCase):
             # A delete on A is seen on B.
             cha.queue_delete(queue="rep-q")
             self.assertFalse(queue_exists(cb, "rep-q"))
+        finally:
+            ca.close()
+            cb.close()
+
+    def test_exchange_use_and_auto_delete_count_bindings_made_through_the_other_replica(self):
+        ca, cb = connect(self.a), connect(self.b)
+        try:
+            cha, chb = ca.channel(), cb.channel()
+            cha.exchange_declare(exchange="rep-used-x", exchange_type="direct")
+            cha.exchange_declare(exchange="rep-ad-x", exchange_type="fanout", auto_delete=True)
+            cha.queue_declare(queue="rep-used-q")
+            chb.queue_bind(queue="rep-used-q", exchange="rep-used-x", routing_key="k")
+            refused(self, lambda: ca.channel().exchange_delete(exchange="rep-used-x", if_unused=True),
+                    406, "in use")
+            chb.queue_unbind(queue="rep-used-q", exchange="rep-used-x", routing_key="k")
+            ca.channel().exchange_delete(exchange="rep-used-x", if_unused=True)
+            self.assertFalse(exchange_exists(cb, "rep-used-x"))
+            chb.queue_bind(queue="rep-used-q", exchange="rep-ad-x")
+            chb.queue_unbind(queue="rep-used-q", exchange="rep-ad-x")
+            self.assertFalse(exchange_exists(ca, "rep-ad-x"))
         finally:
             ca.close()
             cb.close()

@@ -62,6 +62,8 @@ cloud_process::cloud_process(std::map<std::string, std::string> env, std::chrono
       {"CLOUD_AMQP_PORT", "0"},
   };
   for (auto& [k, v] : env) vars[k] = v;
+  pubsub_url_ = vars.count("CLOUD_PUBSUB_URL") ? vars["CLOUD_PUBSUB_URL"]
+                                               : "nats://127.0.0.1:" + vars["CLOUD_PUBSUB_PORT"];
 
   std::vector<std::string> entries;
   for (char** e = environ; *e; ++e) {

@@ -25,6 +25,9 @@ class cloud_process {
   cloud_process& operator=(const cloud_process&) = delete;
 
   std::uint16_t amqp_port() const { return amqp_port_; }
+  // The bus this process uses: its embedded nats-server's URL, or the CLOUD_PUBSUB_URL it was
+  // given. A second replica is a cloud_process with {"CLOUD_PUBSUB_URL", first.pubsub_url()}.
+  const std::string& pubsub_url() const { return pubsub_url_; }
   const std::filesystem::path& data_dir() const { return dir_; }
   pid_t pid() const { return pid_; }
   // Everything the process wrote so far.
@@ -43,6 +46,7 @@ class cloud_process {
   pid_t pid_ = -1;
   int status_ = -1;
   std::uint16_t amqp_port_ = 0;
+  std::string pubsub_url_;
 };
 
 }  // namespace cloud::test

@@ -1,6 +1,7 @@
 #include "rabbit_client.hpp"
 
 #include <stdexcept>
+#include <sys/time.h>
 
 namespace cloud::test {
 
@@ -22,6 +23,31 @@ amqp_rpc_reply_t rabbit_connection::login(int channel_max, int frame_max, int he
 
 std::string to_string(amqp_bytes_t bytes) {
   return bytes.len ? std::string(static_cast<const char*>(bytes.bytes), bytes.len) : std::string();
+}
+
+amqp_bytes_t bytes_of(const std::string& s) {
+  return amqp_bytes_t{s.size(), const_cast<char*>(s.data())};
+}
+
+std::optional<amqp_method_t> next_method(amqp_connection_state_t conn, amqp_channel_t channel,
+                                         std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    timeval tv{static_cast<time_t>(left.count() / 1000000), static_cast<suseconds_t>(left.count() % 1000000)};
+    amqp_frame_t frame{};
+    if (amqp_simple_wait_frame_noblock(conn, &frame, &tv) != AMQP_STATUS_OK) return std::nullopt;
+    if (frame.frame_type != AMQP_FRAME_METHOD) continue;
+    if (frame.channel == channel || frame.payload.method.id == AMQP_CONNECTION_CLOSE_METHOD) {
+      return frame.payload.method;
+    }
+  }
+}
+
+void send_channel_close_ok(amqp_connection_state_t conn, amqp_channel_t channel) {
+  amqp_channel_close_ok_t ok{};
+  amqp_send_method(conn, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
 }
 
 std::optional<server_close> close_of(const amqp_method_t& method) {

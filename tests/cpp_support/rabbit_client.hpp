@@ -5,6 +5,7 @@
 #include <amqp_framing.h>
 #include <amqp_tcp_socket.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,5 +41,17 @@ std::optional<server_close> close_of(const amqp_rpc_reply_t& reply);
 std::optional<server_close> close_of(const amqp_method_t& method);
 
 std::string to_string(amqp_bytes_t bytes);
+// A view of `s` as rabbitmq-c's bytes (s must outlive the call it is passed to).
+amqp_bytes_t bytes_of(const std::string& s);
+
+// The next method frame the server sends on `channel` (or a connection.close on channel 0),
+// read without the library's RPC matching: for answers to methods sent with
+// amqp_send_method (nowait variants, publishes under confirms). Content and heartbeat frames
+// are skipped. nullopt when nothing came within `timeout` or the socket failed. The decoded
+// method lives until the connection's buffers are released (the next library call).
+std::optional<amqp_method_t> next_method(amqp_connection_state_t conn, amqp_channel_t channel,
+                                         std::chrono::milliseconds timeout);
+// Answers the server's channel.close, as a client must before reusing the channel number.
+void send_channel_close_ok(amqp_connection_state_t conn, amqp_channel_t channel);
 
 }  // namespace cloud::test

@@ -200,6 +200,17 @@ class Cloud:
         self.assert_no_nats_survives()
         return code
 
+    def restart(self, sig=signal.SIGTERM):
+        """Stops the host with `sig` (SIGKILL: no shutdown code runs) and starts it again on the
+        same data directory and AMQP port; returns the stopped host's exit code."""
+        code = self.stop(sig)
+        with self._lines_lock:
+            self.lines.clear()  # ports are read from the log: the new run's log only
+        self.http_port = None
+        self.pubsub_url = None
+        self.start()
+        return code
+
     def assert_no_nats_survives(self, timeout=10):
         # After SIGKILL of the host the kernel's PDEATHSIG delivery is asynchronous: allow a moment.
         if not wait_until(lambda: not self.nats_children(), timeout):
@@ -232,6 +243,11 @@ class Cloud:
         return False
 
     # -- observation -------------------------------------------------------------------------
+
+    @property
+    def nats_port(self):
+        """The port of the embedded nats-server (a plain NATS client can dial it)."""
+        return int(self.pubsub_url.rsplit(":", 1)[1]) if self.pubsub_url else None
 
     @property
     def log(self):

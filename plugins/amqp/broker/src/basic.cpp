@@ -71,7 +71,6 @@ void requeue_all(basic_state& s) {
 // Detaches a consumer from the channel and from the broker's registry.
 void drop_consumer(basic_state& s, consumer& c, bool registered) {
   c.stop();
-  release_consumer(s.ctx.state(), c.queue(), c.exclusive());
   if (registered) s.ctx.state().remove_consumer(c.queue(), s.ctx, c.tag());
 }
 
@@ -111,17 +110,27 @@ void with_usable_queue(channel_context& ctx, const std::string& queue, wire::met
 }  // namespace
 
 // One basic.get: a bounded pull of one message, answered get-ok or get-empty.
-class get_request final : public pull_source::sink {
+class get_request final : public pull_source::sink, public std::enable_shared_from_this<get_request> {
  public:
   get_request(basic_state& s, std::string queue, bool no_ack)
       : s_(s), queue_(std::move(queue)), no_ack_(no_ack),
-        deadline_(std::chrono::steady_clock::now() + get_wait) {}
+        deadline_(std::chrono::steady_clock::now() + get_wait), watchdog_(s.ctx.executor()) {}
 
   void start() {
     source_ = pull_source::open(s_.ctx.state_ptr(), queue_, s_.ctx.executor(), this);
     source_->request(1, get_wait);
+    // A request the bus never answers (it reached a consumer being replaced at that moment)
+    // must not hold the channel: past the wait and a margin, the get is answered empty.
+    watchdog_.expires_at(deadline_ + pull_expiry_margin);
+    watchdog_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (!self || ec) return;
+      if (!self->answered_) self->s_.ctx.reply(wire::basic_get_empty{});
+      self->finish();
+    });
   }
   void cancel() {
+    watchdog_.cancel();
     if (source_) source_->detach();
     source_.reset();
   }
@@ -173,6 +182,7 @@ class get_request final : public pull_source::sink {
   std::string queue_;
   bool no_ack_;
   std::chrono::steady_clock::time_point deadline_;
+  boost::asio::steady_timer watchdog_;
   std::shared_ptr<pull_source> source_;
   bool answered_ = false;
 };
@@ -263,7 +273,7 @@ void basic_class::on_method(wire::basic_consume m) {
       return;
     }
     std::string sentence;
-    if (!claim_consumer(chan.state(), queue, m.exclusive, sentence)) {
+    if (!chan.state().add_consumer(queue, chan.shared_from_this(), tag, m.exclusive, sentence)) {
       chan.fail(wire::reply_code::access_refused, sentence, consume_key);
       return;
     }
@@ -271,7 +281,6 @@ void basic_class::on_method(wire::basic_consume m) {
         s, consumer::options{tag, queue, m.no_ack, m.exclusive, s.prefetch_count});
     s.consumers.emplace(tag, c);
     if (!m.no_wait) chan.reply(wire::basic_consume_ok{tag});  // before the first delivery
-    chan.state().add_consumer(queue, chan.shared_from_this(), tag);
     c->start();
     chan.finish();
   });

@@ -13,6 +13,7 @@
 // previous incarnation left: RabbitMQ's "transient queues do not survive their node".
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <random>
@@ -215,10 +216,24 @@ bool broker::may_use(const std::string& queue, std::uint64_t connection_id,
 
 // ---- live consumers
 
-void broker::add_consumer(const std::string& queue, const std::shared_ptr<channel_context>& channel,
-                          const std::string& consumer_tag) {
+bool broker::add_consumer(const std::string& queue, const std::shared_ptr<channel_context>& channel,
+                          const std::string& consumer_tag, bool exclusive, std::string& refusal) {
   std::lock_guard lock(owners_mutex_);
-  consumers_[queue].push_back(consumer_ref{channel, channel.get(), consumer_tag});
+  auto& refs = consumers_[queue];
+  if (std::any_of(refs.begin(), refs.end(), [](const consumer_ref& r) { return r.exclusive; })) {
+    refusal = "queue '" + queue +
+              "' in vhost '/' in exclusive use by another consumer; consume it without the "
+              "exclusive flag once that consumer is cancelled";
+    return false;
+  }
+  if (exclusive && !refs.empty()) {
+    refusal = "cannot obtain exclusive access to queue '" + queue +
+              "' in vhost '/': it has other consumers; cancel them first or consume without "
+              "the exclusive flag";
+    return false;
+  }
+  refs.push_back(consumer_ref{channel, channel.get(), consumer_tag, exclusive});
+  return true;
 }
 
 void broker::remove_consumer(const std::string& queue, const channel_context& channel,
@@ -243,6 +258,23 @@ void broker::remove_consumer(const std::string& queue, const channel_context& ch
     return def != nullptr && def->auto_delete;
   });
   if (auto_delete) delete_queue(queue);
+}
+
+void broker::note_unseen_delivery(const std::string& queue, std::uint64_t stream_seq) {
+  constexpr std::size_t remembered = 65536;  // a bound, not a cache: past it, entries are dropped
+  std::lock_guard lock(unseen_mutex_);
+  if (unseen_.size() >= remembered) unseen_.erase(unseen_.begin());
+  ++unseen_[{queue, stream_seq}];
+}
+
+std::uint64_t broker::take_unseen_deliveries(const std::string& queue, std::uint64_t stream_seq) {
+  std::lock_guard lock(unseen_mutex_);
+  if (unseen_.empty()) return 0;
+  auto it = unseen_.find({queue, stream_seq});
+  if (it == unseen_.end()) return 0;
+  const auto count = it->second;
+  unseen_.erase(it);
+  return count;
 }
 
 std::uint32_t broker::consumer_count(const std::string& queue) const {

@@ -80,15 +80,25 @@ class broker : public std::enable_shared_from_this<broker> {
 
   // ---- live consumers of this process, per queue (declare-ok's consumer count, if-unused,
   //      auto-delete, and the server-initiated basic.cancel when a queue is deleted)
-  // The basic engineer calls add_consumer once a consumer exists (basic.consume) and
-  // remove_consumer when it goes (basic.cancel, channel/connection close).
-  void add_consumer(const std::string& queue, const std::shared_ptr<channel_context>& channel,
-                    const std::string& consumer_tag);
+  // basic.consume registers its consumer here, and the check and the registration are one step
+  // so two connections cannot both take a queue that an exclusive consumer wants (exclusive
+  // consumers are per process like exclusive queues, HIP-1326 §6). False with the 403 sentence
+  // when the consumer may not start.
+  bool add_consumer(const std::string& queue, const std::shared_ptr<channel_context>& channel,
+                    const std::string& consumer_tag, bool exclusive, std::string& refusal);
   // Removes one consumer (unknown: no-op). When it was the queue's last one in this process
   // and the queue is auto-delete, the queue is deleted (HIP-1326 §6: counted per process).
   void remove_consumer(const std::string& queue, const channel_context& channel,
                        const std::string& consumer_tag);
   std::uint32_t consumer_count(const std::string& queue) const;
+
+  // ---- deliveries the bus counted but no client saw (they reached a pull request that outlived
+  //      its consumer and were handed back): discounted from the next delivery's redelivered
+  //      flag and x-delivery-count, as RabbitMQ counts only deliveries a client received.
+  //      Per process and bounded: another replica's next delivery may still count them.
+  void note_unseen_delivery(const std::string& queue, std::uint64_t stream_seq);
+  // How many unseen deliveries `stream_seq` of `queue` had; forgets them.
+  std::uint64_t take_unseen_deliveries(const std::string& queue, std::uint64_t stream_seq);
 
   // ---- deleting a queue (queue.delete, exclusive owner gone, auto-delete, a watch delete)
   // The local half, immediate: mirror entry, exclusive claim and live consumers (each channel
@@ -134,6 +144,7 @@ class broker : public std::enable_shared_from_this<broker> {
     std::weak_ptr<channel_context> channel;
     const channel_context* key = nullptr;  // identity only
     std::string tag;
+    bool exclusive = false;
   };
   void on_watch_change(const std::string& key, const std::optional<std::string>& value,
                        std::uint64_t revision, bool replay);
@@ -165,6 +176,9 @@ class broker : public std::enable_shared_from_this<broker> {
   std::map<std::string, std::vector<consumer_ref>> consumers_;
   std::set<std::string> transient_;
   bool stopped_ = false;
+
+  std::mutex unseen_mutex_;
+  std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> unseen_;  // (queue, seq) → count
 };
 using broker_state = broker;
 

@@ -1,7 +1,5 @@
 #include "consumer.hpp"
 
-#include <mutex>
-#include <set>
 #include <utility>
 
 #include "basic.hpp"
@@ -13,9 +11,9 @@ namespace amqp::broker {
 
 std::shared_ptr<pull_source> pull_source::open(std::shared_ptr<broker> b, const std::string& queue,
                                                const boost::asio::any_io_executor& ex, sink* s) {
-  std::shared_ptr<pull_source> self(new pull_source(b, s));
+  std::shared_ptr<pull_source> self(new pull_source(b, queue, ex, s));
   // The callbacks keep the source alive until the puller stops (after a drain): a message
-  // the server sends for a request we made must find someone to nak it.
+  // the server sends for a request we made must find someone to give it back.
   self->puller_ = b->bus().make_puller(
       queue, ex, [self](bus::delivery d) { self->on_delivery(std::move(d)); },
       [self](bus::pull_event e) { self->on_event(e); });
@@ -25,6 +23,7 @@ std::shared_ptr<pull_source> pull_source::open(std::shared_ptr<broker> b, const 
 void pull_source::request(std::uint32_t batch, std::chrono::milliseconds expires) {
   if (!sink_ || asked_ != 0 || batch == 0) return;
   asked_ = batch;
+  request_ends_ = std::chrono::steady_clock::now() + expires;
   puller_->request(batch, expires);
 }
 
@@ -42,12 +41,16 @@ void pull_source::stop_puller() {
 void pull_source::on_delivery(bus::delivery d) {
   if (asked_ > 0) --asked_;
   if (!sink_) {
-    // Nobody to deliver to: back to the queue, after this request's lifetime, or JetStream would
-    // hand it straight back to the same still-open request (inflating its delivery count).
-    broker_->bus().nak_later(d.reply, pull_expires);
-    if (asked_ == 0) stop_puller();
+    hold(d);
+    if (asked_ == 0) {  // the request is complete: nothing can be handed back to it
+      give_back_held();
+      stop_puller();
+    }
     return;
   }
+  // Deliveries that only bounced off a gone consumer's request are not redeliveries.
+  const std::uint64_t unseen = broker_->take_unseen_deliveries(queue_, d.stream_seq);
+  d.delivered = d.delivered > unseen ? d.delivered - unseen : 1;
   auto keep = shared_from_this();  // the sink may detach us inside on_message
   sink_->on_message(std::move(d));
   if (asked_ == 0 && sink_) sink_->on_request_end(nullptr, 0);
@@ -57,10 +60,27 @@ void pull_source::on_event(const bus::pull_event& e) {
   const std::uint32_t unfilled = asked_;
   asked_ = 0;
   if (!sink_) {
+    give_back_held();
     stop_puller();
     return;
   }
   sink_->on_request_end(&e, unfilled);
+}
+
+void pull_source::hold(const bus::delivery& d) {
+  broker_->note_unseen_delivery(queue_, d.stream_seq);
+  held_.push_back(d.reply);
+  if (held_.size() > 1) return;
+  give_back_timer_.expires_at(request_ends_ + pull_expiry_margin);
+  give_back_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    if (auto self = weak.lock(); self && !ec) self->give_back_held();
+  });
+}
+
+void pull_source::give_back_held() {
+  give_back_timer_.cancel();
+  for (const auto& reply : held_) broker_->bus().nak(reply);
+  held_.clear();
 }
 
 // ---- consumer ---------------------------------------------------------------------------
@@ -96,9 +116,11 @@ std::uint32_t consumer::credit() const {
 }
 
 void consumer::pump() {
-  if (!channel_ || !source_ || !source_->idle() || retry_armed_) return;
+  if (!channel_ || !source_ || !source_->idle() || retry_armed_ || drain_armed_) return;
+  if (options_.no_ack && wait_for_socket()) return;
   const std::uint32_t n = credit();
   if (n == 0) return;
+
   if (!options_.no_ack) {
     own_.take(n);
     global_->take(n);
@@ -147,6 +169,22 @@ void consumer::on_request_end(const bus::pull_event* why, std::uint32_t unfilled
   pump_consumers(*channel_);
 }
 
+// No credit bounds a no-ack consumer: what bounds it is the client's socket. While the
+// connection's output is backlogged it asks the bus for nothing, so a slow reader holds
+// messages in the queue, not in the adaptor's memory.
+bool consumer::wait_for_socket() {
+  auto& port = channel_->ctx.port();
+  if (!port.backlogged()) return false;
+  drain_armed_ = true;
+  port.when_drained([weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self) return;
+    self->drain_armed_ = false;
+    self->pump();
+  });
+  return true;
+}
+
 void consumer::retry_later() {
   retry_armed_ = true;
   retry_.expires_after(pull_retry_delay);
@@ -156,50 +194,6 @@ void consumer::retry_later() {
     self->retry_armed_ = false;
     self->pump();
   });
-}
-
-// ---- exclusive consumers ----------------------------------------------------------------
-
-namespace {
-
-struct exclusive_registry {
-  std::mutex mutex;
-  std::set<std::pair<const broker*, std::string>> held;  // queues an exclusive consumer holds
-};
-
-exclusive_registry& registry() {
-  static exclusive_registry r;
-  return r;
-}
-
-}  // namespace
-
-bool claim_consumer(broker& b, const std::string& queue, bool exclusive, std::string& sentence) {
-  auto& r = registry();
-  std::lock_guard lock(r.mutex);
-  if (r.held.contains({&b, queue})) {
-    sentence = "queue '" + queue +
-               "' in vhost '/' in exclusive use by another consumer; consume it without the "
-               "exclusive flag once that consumer is cancelled";
-    return false;
-  }
-  if (exclusive) {
-    if (b.consumer_count(queue) > 0) {
-      sentence = "cannot obtain exclusive access to queue '" + queue +
-                 "' in vhost '/': it has other consumers; cancel them first or consume without "
-                 "the exclusive flag";
-      return false;
-    }
-    r.held.emplace(&b, queue);
-  }
-  return true;
-}
-
-void release_consumer(broker& b, const std::string& queue, bool exclusive) {
-  if (!exclusive) return;
-  auto& r = registry();
-  std::lock_guard lock(r.mutex);
-  r.held.erase({&b, queue});
 }
 
 }  // namespace amqp::broker

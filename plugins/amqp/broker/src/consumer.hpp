@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "amqp/bus/client.hpp"
 
@@ -56,15 +57,24 @@ class pull_source : public std::enable_shared_from_this<pull_source> {
   void detach();
 
  private:
-  pull_source(std::shared_ptr<broker> b, sink* s) : broker_(std::move(b)), sink_(s) {}
+  pull_source(std::shared_ptr<broker> b, std::string queue, const boost::asio::any_io_executor& ex, sink* s)
+      : broker_(std::move(b)), queue_(std::move(queue)), sink_(s), give_back_timer_(ex) {}
   void on_delivery(bus::delivery d);
   void on_event(const bus::pull_event& e);
+  void hold(const bus::delivery& d);
+  void give_back_held();
   void stop_puller();
 
   std::shared_ptr<broker> broker_;
+  std::string queue_;
   std::shared_ptr<bus::puller> puller_;
   sink* sink_;
   std::uint32_t asked_ = 0;  // messages the outstanding request may still bring
+  std::chrono::steady_clock::time_point request_ends_;  // when the server expires that request
+  // Arrivals after detach, never shown to a client. A nak now would hand each straight back
+  // to the same still-open request, so they go back together once that request has ended.
+  std::vector<std::string> held_;
+  boost::asio::steady_timer give_back_timer_;  // in case the request's end never reaches us
 };
 
 // How a consumer's pulls are sized and how long one waits on the server.
@@ -72,6 +82,7 @@ inline constexpr std::uint32_t max_pull_batch = 256;
 inline constexpr std::uint32_t no_ack_pull_batch = 64;
 inline constexpr std::chrono::milliseconds pull_expires{2000};
 inline constexpr std::chrono::milliseconds pull_retry_delay{1000};  // after a bus error
+inline constexpr std::chrono::milliseconds pull_expiry_margin{500};  // the server's 408 is late
 
 class consumer final : public pull_source::sink, public std::enable_shared_from_this<consumer> {
  public:
@@ -105,6 +116,7 @@ class consumer final : public pull_source::sink, public std::enable_shared_from_
   std::uint32_t credit() const;
   void give(std::uint32_t n);
   void retry_later();
+  bool wait_for_socket();
 
   basic_state* channel_;  // null once stopped
   options options_;
@@ -114,11 +126,7 @@ class consumer final : public pull_source::sink, public std::enable_shared_from_
   std::shared_ptr<pull_source> source_;
   boost::asio::steady_timer retry_;
   bool retry_armed_ = false;
+  bool drain_armed_ = false;  // a no-ack consumer waits for the connection's output to drain
 };
-
-// Exclusive consumers (basic.consume exclusive=true), per process like exclusive queues
-// (HIP-1326 §6). claim returns false with the 403 sentence when the consumer may not start.
-bool claim_consumer(broker& b, const std::string& queue, bool exclusive, std::string& sentence);
-void release_consumer(broker& b, const std::string& queue, bool exclusive);
 
 }  // namespace amqp::broker

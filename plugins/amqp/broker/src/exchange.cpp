@@ -1,5 +1,6 @@
 // exchange.declare and exchange.delete (exchange.bind/unbind are refused in refusals.cpp).
 #include <optional>
+#include <variant>
 
 #include "amqp/routing/names.hpp"
 #include "channel_context.hpp"
@@ -69,6 +70,23 @@ void declare_passive(channel_context& ctx, const wire::exchange_declare& m) {
              });
 }
 
+void deleted(channel_context& ctx, bool no_wait) {
+  if (!no_wait) ctx.reply(wire::exchange_delete_ok{});
+  ctx.finish();
+}
+
+// Local first, then the bucket (which also drops the exchange's bindings from every queue).
+void remove_exchange(channel_context& ctx, const std::string& name, bool no_wait) {
+  ctx.state().write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
+  broker* b = &ctx.state();
+  ctx.run_on_bus(
+      delete_key, [b, name] { return store::remove_entry(*b, routing::exchange_key(name)); },
+      [&ctx, no_wait](std::optional<store::failure> failed) {
+        if (failed) return bus_failed(ctx, *failed, delete_key);
+        deleted(ctx, no_wait);
+      });
+}
+
 }  // namespace
 
 void on_exchange_declare(channel_context& ctx, wire::exchange_declare m) {
@@ -115,27 +133,22 @@ void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m) {
 
   find_entry(ctx, find(ctx, name).has_value(), routing::exchange_key(name), delete_key,
              [&ctx, name, m](bool present) {
-               auto answer = [&ctx, no_wait = m.no_wait] {
-                 if (!no_wait) ctx.reply(wire::exchange_delete_ok{});
-                 ctx.finish();
-               };
-               if (!present) return answer();  // RabbitMQ: deleting what is absent succeeds
-               bool bound = ctx.state().read_topology(
-                   [&](const routing::topology& t) { return t.has_bindings(name); });
-               if (m.if_unused && bound) {
-                 return ctx.fail(wire::reply_code::precondition_failed,
-                                 "exchange " + quoted(name) +
-                                     " in vhost '/' in use; unbind its queues first, or delete it "
-                                     "without if-unused",
-                                 delete_key);
-               }
-               ctx.state().write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
+               if (!present) return deleted(ctx, m.no_wait);  // RabbitMQ: deleting what is absent succeeds
+               if (!m.if_unused) return remove_exchange(ctx, name, m.no_wait);
+               // "Unused" is the bucket's answer: a binding made through another replica counts.
                broker* b = &ctx.state();
                ctx.run_on_bus(
-                   delete_key, [b, name] { return store::remove_entry(*b, routing::exchange_key(name)); },
-                   [&ctx, answer](std::optional<store::failure> failed) {
-                     if (failed) return bus_failed(ctx, *failed, delete_key);
-                     answer();
+                   delete_key, [b, name] { return store::exchange_in_use(*b, name); },
+                   [&ctx, name, no_wait = m.no_wait](std::variant<bool, store::failure> in_use) {
+                     if (auto* f = std::get_if<store::failure>(&in_use)) return bus_failed(ctx, *f, delete_key);
+                     if (std::get<bool>(in_use)) {
+                       return ctx.fail(wire::reply_code::precondition_failed,
+                                       "exchange " + quoted(name) +
+                                           " in vhost '/' in use; unbind its queues first, or delete it "
+                                           "without if-unused",
+                                       delete_key);
+                     }
+                     remove_exchange(ctx, name, no_wait);
                    });
              });
 }

@@ -1,4 +1,5 @@
 // basic.publish and publisher confirms (design at the top of basic.hpp).
+#include <boost/asio/post.hpp>
 #include <optional>
 
 #include "amqp/bus/base64.hpp"
@@ -35,6 +36,24 @@ void send_confirms(channel_context& ctx, const std::vector<publish_confirms::con
   }
 }
 
+// The bus's answers arrive one at a time, each posted to the channel's executor, but in
+// bursts: hold what they make sendable and send it once the answers already queued behind
+// this one have been recorded too, as a few `multiple` confirms (publish_confirms.hpp).
+void confirm_soon(basic_state& s, const std::vector<publish_confirms::confirm>& frames) {
+  if (!s.confirms.hold(frames)) return;
+  boost::asio::post(s.ctx.executor(), [&s, weak = s.ctx.weak_from_this()] {
+    auto alive = weak.lock();
+    if (!alive || s.closed || !s.ctx.is_open()) return;  // nobody to tell any more
+    send_confirms(s.ctx, s.confirms.take_held());
+  });
+}
+
+// Sends at once, after anything still held, so that confirms keep their order.
+void confirm_now(basic_state& s, const std::vector<publish_confirms::confirm>& frames) {
+  s.confirms.hold(frames);
+  send_confirms(s.ctx, s.confirms.take_held());
+}
+
 // basic.return 312 NO_ROUTE with the publisher's own properties and body, as one unit.
 void return_unroutable(channel_context& ctx, const wire::basic_publish& m,
                        const std::string& property_octets, const std::string& body) {
@@ -57,8 +76,8 @@ void publish_done(basic_state& s, std::uint64_t seq, const bus::bus_status& stor
   }
   if (s.closed || !s.ctx.is_open()) return;
   if (seq != 0) {
-    send_confirms(s.ctx, s.confirms.settle(seq, stored ? publish_confirms::outcome::ack
-                                                       : publish_confirms::outcome::nack));
+    confirm_soon(s, s.confirms.settle(seq, stored ? publish_confirms::outcome::ack
+                                                  : publish_confirms::outcome::nack));
     return;
   }
   if (!stored) {
@@ -105,7 +124,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
     if (m.mandatory && !routable(chan, m.exchange, m.routing_key)) {
       // Not stored anywhere; under confirms still acked (a return is not a failure).
       return_unroutable(chan, m, property_octets, body);
-      if (seq != 0) send_confirms(chan, s.confirms.settle(seq, publish_confirms::outcome::ack));
+      if (seq != 0) confirm_now(s, s.confirms.settle(seq, publish_confirms::outcome::ack));
       chan.finish();
       return;
     }

@@ -8,6 +8,13 @@
 // to the client settled the same way. We therefore confirm strictly from the low watermark
 // up: settlements above a gap wait until the gap settles, and each maximal run of equal
 // outcomes becomes one frame (multiple when the run is longer than one).
+//
+// Frames are also coalesced across settlements: the channel holds what became sendable and
+// sends it once per turn of its executor (the bus's answers arrive one by one but in bursts),
+// merging each frame into the previous held one when both have the same outcome. That is the
+// same rule: every tag below the merged run was either sent earlier or is covered by an
+// earlier held frame, which goes out first. Fewer, `multiple` confirms are what RabbitMQ
+// sends too, and they let a windowed publisher refill its window in bursts.
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -33,6 +40,11 @@ class publish_confirms {
   std::uint64_t next() noexcept;
   // Records the bus's answer for `seq`; returns the frames that became sendable.
   std::vector<confirm> settle(std::uint64_t seq, outcome o);
+  // Holds `frames` (in settle order) for the next flush, coalesced as above. Returns true
+  // when nothing was held before, i.e. when the caller must schedule a flush.
+  bool hold(const std::vector<confirm>& frames);
+  // The held frames, in order; nothing is held afterwards.
+  std::vector<confirm> take_held();
   // Publishes still waiting for the bus (or for a lower sequence to settle).
   std::size_t unconfirmed() const noexcept { return issued_ - confirmed_; }
 
@@ -41,6 +53,8 @@ class publish_confirms {
   std::uint64_t issued_ = 0;     // highest sequence handed out
   std::uint64_t confirmed_ = 0;  // every sequence <= this was sent to the client
   std::map<std::uint64_t, outcome> settled_;  // settled above the watermark, not yet sent
+  std::vector<confirm> held_;                 // sendable, waiting for the flush
+  bool flush_due_ = false;                    // a flush is scheduled for held_
 };
 
 }  // namespace amqp::broker

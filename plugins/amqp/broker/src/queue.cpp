@@ -8,6 +8,7 @@
 #include "channel_context.hpp"
 #include "handler_support.hpp"
 #include "handlers.hpp"
+#include "queue_arguments.hpp"
 
 namespace amqp::broker {
 namespace {
@@ -183,6 +184,8 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m) {
         ctx, name, key, [&ctx, name, no_wait = m.no_wait] { answer_declare(ctx, name, no_wait); },
         /*ask_bucket=*/true);
   }
+  if (auto refused = refused_queue_argument(m.arguments))
+    return ctx.fail(wire::reply_code::not_implemented, *refused, key);
   if (!usable(ctx, name, key)) return;
   const routing::queue_def wanted{m.durable, m.exclusive, m.auto_delete, {}};
   if (auto current = find(ctx, name)) {
@@ -292,13 +295,18 @@ void on_queue_unbind(channel_context& ctx, wire::queue_unbind m) {
                  // Unbinding what is not bound succeeds, as in RabbitMQ.
                  ctx.run_on_bus(
                      key,
-                     [b, queue, remove]() -> std::optional<store::failure> {
-                       auto updated = store::update_queue(*b, queue, remove);
+                     [b, queue, exchange, remove]() -> std::optional<store::failure> {
+                       bool removed = false;  // by the attempt that was written
+                       auto updated = store::update_queue(
+                           *b, queue, [&](routing::queue_def& def) { return removed = remove(def); });
                        if (auto* f = std::get_if<store::failure>(&updated)) return *f;
                        if (std::get<store::update_status>(updated) == store::update_status::absent) {
                          return std::nullopt;
                        }
-                       return store::converge_consumer(*b, queue);
+                       if (auto failed = store::converge_consumer(*b, queue)) return failed;
+                       // An auto-delete exchange goes with its last binding (RabbitMQ).
+                       if (!removed) return std::nullopt;
+                       return store::reap_auto_delete_exchanges(*b, {exchange});
                      },
                      [&ctx](std::optional<store::failure> failed) {
                        if (failed) return bus_failed(ctx, *failed, key);

@@ -1,7 +1,11 @@
 #include "topology_store.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "channel_context.hpp"
 
@@ -11,6 +15,10 @@ namespace {
 // A lost revision race is retried this many times before it is reported: each retry means
 // another writer changed the same key in between, so the bound is only reached under a storm.
 constexpr int max_attempts = 16;
+
+// How long a snapshot of the bucket may take (a watch's replay: one round trip per entry
+// batch; the bucket holds one small entry per exchange and per queue).
+constexpr auto snapshot_timeout = std::chrono::seconds(10);
 
 std::string with_node(std::string json, bool transient, std::string_view node) {
   if (!transient || node.empty()) return json;
@@ -135,9 +143,79 @@ std::optional<failure> converge_consumer(broker& b, const std::string& queue) {
   return failure{"queue '" + queue + "' kept changing on other replicas; retry the operation"};
 }
 
+namespace {
+
+// The bucket as it is now, as a topology of its own (the mirror is left alone: its watch
+// still has to see each change to tell consumers of a queue deleted elsewhere). Read through
+// the initial replay of a watch opened for the purpose: the bus offers no key listing, and
+// the replay is JetStream's last-value-per-key read.
+std::variant<routing::topology, failure> read_bucket(broker& b) {
+  struct collected {
+    std::mutex mutex;
+    routing::topology topology;
+  };
+  auto into = std::make_shared<collected>();
+  auto watch = b.bus().watch_topology(
+      b.bus_executor(),
+      [into](std::string key, std::optional<std::string> value, std::uint64_t) {
+        // Changes after the replay may still arrive until stop(): newer, so harmless.
+        std::lock_guard lock(into->mutex);
+        std::optional<std::string_view> json;
+        if (value) json = *value;
+        into->topology.apply(key, json);  // a malformed entry is the watch's to report
+      },
+      std::chrono::steady_clock::now() + snapshot_timeout);
+  if (!watch) return from_bus(watch.error());
+  watch->stop();
+  std::lock_guard lock(into->mutex);
+  return std::move(into->topology);
+}
+
+// The exchanges a queue's bucket value binds (read before the queue goes). Absent or
+// unreadable: none, as there is nothing to reap for it.
+std::variant<std::vector<std::string>, failure> bound_exchanges(broker& b, const std::string& key) {
+  std::vector<std::string> exchanges;
+  auto current = b.bus().kv_get(key);
+  if (!current) {
+    if (current.error().kind == bus::bus_errc::not_found) return exchanges;
+    return from_bus(current.error());
+  }
+  if (auto def = routing::parse_queue(current->value)) {
+    for (const auto& x : def->bindings) exchanges.push_back(x.exchange);
+  }
+  std::sort(exchanges.begin(), exchanges.end());
+  exchanges.erase(std::unique(exchanges.begin(), exchanges.end()), exchanges.end());
+  return exchanges;
+}
+
+std::optional<failure> delete_key(broker& b, const std::string& key) {
+  if (auto gone = b.bus().kv_delete(key); !gone && gone.error().kind != bus::bus_errc::not_found) {
+    return from_bus(gone.error());
+  }
+  return std::nullopt;
+}
+
+std::optional<failure> remove_queue(broker& b, const std::string& key, const std::string& name) {
+  auto exchanges = bound_exchanges(b, key);
+  if (auto* f = std::get_if<failure>(&exchanges)) return *f;
+  if (auto gone = b.bus().delete_queue_consumer(name); !gone) return from_bus(gone.error());
+  if (auto f = delete_key(b, key)) return f;
+  return reap_auto_delete_exchanges(b, std::get<std::vector<std::string>>(exchanges));
+}
+
+}  // namespace
+
+std::variant<bool, failure> exchange_in_use(broker& b, const std::string& exchange) {
+  auto bucket = read_bucket(b);
+  if (auto* f = std::get_if<failure>(&bucket)) return *f;
+  return std::get<routing::topology>(bucket).has_bindings(exchange);
+}
+
 std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exchange) {
-  auto queues = b.read_topology([&](const routing::topology& t) { return t.queues_bound_to(exchange); });
-  for (const auto& queue : queues) {
+  // The bucket's list: bindings another replica wrote a moment ago go too.
+  auto bucket = read_bucket(b);
+  if (auto* f = std::get_if<failure>(&bucket)) return *f;
+  for (const auto& queue : std::get<routing::topology>(bucket).queues_bound_to(exchange)) {
     auto updated = update_queue(b, queue, [&](routing::queue_def& def) {
       auto before = def.bindings.size();
       std::erase_if(def.bindings, [&](const routing::binding& x) { return x.exchange == exchange; });
@@ -149,17 +227,35 @@ std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exch
   return std::nullopt;
 }
 
+std::optional<failure> reap_auto_delete_exchanges(broker& b, const std::vector<std::string>& exchanges) {
+  // Whether an exchange is auto-delete never changes once declared, so the mirror rules most
+  // out at no cost; one it does not know yet (declared on another replica) may be.
+  std::vector<std::string> candidates;
+  b.read_topology([&](const routing::topology& t) {
+    for (const auto& name : exchanges) {
+      const auto* def = t.find_exchange(name);
+      if (def == nullptr || def->auto_delete) candidates.push_back(name);
+    }
+  });
+  if (candidates.empty()) return std::nullopt;
+  auto bucket = read_bucket(b);  // the bucket decides "no binding left", not the mirror
+  if (auto* f = std::get_if<failure>(&bucket)) return *f;
+  const auto& now = std::get<routing::topology>(bucket);
+  for (const auto& name : candidates) {
+    const auto* def = now.find_exchange(name);
+    if (def == nullptr || !def->auto_delete || now.has_bindings(name)) continue;
+    b.write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
+    if (auto f = delete_key(b, routing::exchange_key(name))) return f;
+  }
+  return std::nullopt;
+}
+
 std::optional<failure> remove_entry(broker& b, const std::string& key) {
   auto parsed = routing::parse_bucket_key(key);
   if (!parsed) return failure{"bucket key '" + key + "' names neither an exchange nor a queue"};
-  if (parsed->what == routing::bucket_key::kind::queue) {
-    if (auto gone = b.bus().delete_queue_consumer(parsed->name); !gone) return from_bus(gone.error());
-  }
-  if (auto gone = b.bus().kv_delete(key); !gone && gone.error().kind != bus::bus_errc::not_found) {
-    return from_bus(gone.error());
-  }
-  if (parsed->what == routing::bucket_key::kind::exchange) return drop_exchange_bindings(b, parsed->name);
-  return std::nullopt;
+  if (parsed->what == routing::bucket_key::kind::queue) return remove_queue(b, key, parsed->name);
+  if (auto f = delete_key(b, key)) return f;
+  return drop_exchange_bindings(b, parsed->name);
 }
 
 std::variant<std::uint64_t, failure> pending_messages(broker& b, const std::string& queue) {

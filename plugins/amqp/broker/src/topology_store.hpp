@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "amqp/routing/topology.hpp"
 
@@ -60,12 +61,24 @@ std::variant<bool, failure> refresh(broker& b, const std::string& key);
 // converge on the union instead of the last writer's view.
 std::optional<failure> converge_consumer(broker& b, const std::string& queue);
 
+// True when some queue, declared through any replica, has a binding to `exchange`: the
+// bucket's answer (bindings live in the `q.<name>` values), not the mirror's, whose watch may
+// trail another replica's bind-ok. For exchange.delete if-unused.
+std::variant<bool, failure> exchange_in_use(broker& b, const std::string& exchange);
+
 // Removes an exchange's bindings from every queue that has one (a deleted exchange takes its
 // bindings with it, as in RabbitMQ; otherwise re-declaring the name would revive them).
 std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exchange);
 
-// Deletes a whole entry from the bus: for a queue its consumer and key, for an exchange its
-// key and its bindings. Absent is success.
+// RabbitMQ's auto-delete exchange: it goes when its last binding goes (an unbind, or the
+// deletion of the queue that held it), never merely for having had none. Call it after
+// bindings to `exchanges` were removed: each that is auto-delete and now bound by no queue
+// of the bucket is deleted.
+std::optional<failure> reap_auto_delete_exchanges(broker& b, const std::vector<std::string>& exchanges);
+
+// Deletes a whole entry from the bus: for a queue its consumer and key (then the auto-delete
+// exchanges it was the last binding of), for an exchange its key and its bindings. Absent
+// is success.
 std::optional<failure> remove_entry(broker& b, const std::string& key);
 
 // How many messages the queue's consumer has pending (0 when the consumer is absent).

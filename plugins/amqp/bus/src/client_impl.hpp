@@ -87,6 +87,12 @@ class client_impl final : public client {
   bus_status reclaim_unacked();
   bus_status ensure_queue_consumer_once(const std::string& queue, const consumer_filters& filters,
                                         const std::string& step);
+  bus_status replace_queue_consumer(const std::string& queue, const json& old_info, json config,
+                                    const std::string& step);
+  bus_status finish_interrupted_replacement(const std::string& hold, const std::string& step);
+  bus_status verify_filters(const std::string& queue, const consumer_filters& filters, const std::string& step,
+                            const json* created = nullptr);
+  bus_status delete_consumer(const std::string& name, const std::string& step);
   bus_status start_inbox();
 
   bus_result<topology_watch> watch_topology(
@@ -114,7 +120,6 @@ class client_impl final : public client {
                                       std::function<void(pull_event)> on_event) override;
   void ack(const std::string& reply) override;
   void nak(const std::string& reply) override;
-  void nak_later(const std::string& reply, std::chrono::milliseconds delay) override;
   void term(const std::string& reply) override;
 
   boost::asio::any_io_executor worker_executor() override { return workers_->get_executor(); }

@@ -117,6 +117,8 @@ bus_result<topology_watch> client_impl::watch_topology(
   st->thread = std::thread([st] { watch_loop(st); });
   {
     std::lock_guard lock{mutex_};
+    // Short-lived watches (a one-off read of the bucket) come and go: forget the stopped ones.
+    std::erase_if(watches_, [](const std::weak_ptr<topology_watch::state>& gone) { return gone.expired(); });
     watches_.push_back(st);
   }
   return topology_watch{st};

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <deque>
+#include <set>
 #include <thread>
 
 #include "nats_server.hpp"
@@ -232,4 +233,84 @@ TEST_CASE("close fails nothing silently: later publishes are refused through don
   h.bus->publish("amqp.d.x", "", "b", h.io.get_executor(), [&](bus_status s) { r = std::move(s); });
   REQUIRE(h.run_until([&] { return r.has_value(); }));
   CHECK_FALSE(r->ok());
+}
+
+namespace {
+
+// Publishes `bodies` to amqp.d.<queue>, pulls `pulled` of them and acks `acked` of those.
+void fill_and_leave_unacked(harness& h, const std::string& queue, int bodies, std::size_t pulled, std::size_t acked) {
+  for (int i = 0; i < bodies; ++i) REQUIRE(h.publish_one("amqp.d." + queue, "", "m" + std::to_string(i)).ok());
+  collector col(h, queue);
+  col.p->request(static_cast<int>(pulled), 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == pulled; }));
+  for (std::size_t i = 0; i < acked; ++i) h.bus->ack(col.deliveries[i].reply);
+  REQUIRE(h.run_until([&] { return h.bus->queue_info(queue)->num_ack_pending == pulled - acked; }));
+  col.p->stop();
+}
+
+// Pulls until `count` distinct bodies arrived (or the timeout); returns them.
+std::set<std::string> pull_bodies(harness& h, const std::string& queue, std::size_t count) {
+  collector col(h, queue);
+  std::set<std::string> bodies;
+  col.p->request(static_cast<int>(count) + 1, 3s);
+  h.run_until([&] {
+    for (auto& d : col.deliveries) bodies.insert(d.body);
+    return bodies.size() >= count;
+  });
+  col.p->stop();
+  return bodies;
+}
+
+}  // namespace
+
+// Interest retention drops what only a deleted consumer owed: a replacement must never pass
+// through a moment where no consumer holds the queue's messages.
+TEST_CASE("a changed filter replaces the consumer without dropping a message it still owed") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("jobs", {{"amqp.d.jobs"}, "amqp.d.jobs"}).ok());
+  fill_and_leave_unacked(h, "jobs", 5, 2, 1);  // m0 acked, m1 unacked, m2..m4 pending
+  REQUIRE(h.stream_messages() == 4);
+
+  auto widened = h.bus->ensure_queue_consumer("jobs", {{"amqp.d.jobs", "amqp.t.a"}, "amqp.>"});
+  REQUIRE_MESSAGE(widened.ok(), widened.error().text);
+  CHECK(h.stream_messages() == 4);
+  CHECK(h.server.api("CONSUMER.NAMES.AMQP", nlohmann::json::object())["consumers"] == nlohmann::json{"jobs"});
+  CHECK(pull_bodies(h, "jobs", 4) == std::set<std::string>{"m1", "m2", "m3", "m4"});
+}
+
+TEST_CASE("reclaim at open: unacked deliveries of a dead process come back at once, nothing dropped") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("jobs", {{"amqp.d.jobs"}, "amqp.d.jobs"}).ok());
+  fill_and_leave_unacked(h, "jobs", 6, 4, 2);  // m0 m1 acked, m2 m3 unacked, m4 m5 pending
+
+  auto o = options_for(h.server.url());
+  o.reclaim_unacked = true;
+  auto reopened = client::open(o);
+  REQUIRE_MESSAGE(reopened.ok(), reopened.error().text);
+  CHECK(h.stream_messages() == 4);
+  CHECK((*reopened)->queue_info("jobs")->num_ack_pending == 0);
+  CHECK(pull_bodies(h, "jobs", 4) == std::set<std::string>{"m2", "m3", "m4", "m5"});
+  (*reopened)->close();
+}
+
+TEST_CASE("reclaim at open finishes a replacement a crash interrupted (only the holding consumer left)") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("jobs", {{"amqp.d.jobs"}, "amqp.d.jobs"}).ok());
+  for (int i = 0; i < 3; ++i) REQUIRE(h.publish_one("amqp.d.jobs", "", "m" + std::to_string(i)).ok());
+  auto config = h.server.api("CONSUMER.INFO.AMQP.jobs")["config"];
+  config["durable_name"] = "jobs~hold";
+  config["deliver_policy"] = "by_start_sequence";
+  config["opt_start_seq"] = 1;
+  REQUIRE_FALSE(h.server.api("CONSUMER.DURABLE.CREATE.AMQP.jobs~hold", {{"stream_name", "AMQP"}, {"config", config}})
+                    .contains("error"));
+  REQUIRE(h.server.api("CONSUMER.DELETE.AMQP.jobs")["success"] == true);  // the crash point
+  REQUIRE(h.stream_messages() == 3);
+
+  auto o = options_for(h.server.url());
+  o.reclaim_unacked = true;
+  auto reopened = client::open(o);
+  REQUIRE_MESSAGE(reopened.ok(), reopened.error().text);
+  CHECK(h.server.api("CONSUMER.NAMES.AMQP", nlohmann::json::object())["consumers"] == nlohmann::json{"jobs"});
+  CHECK(pull_bodies(h, "jobs", 3) == std::set<std::string>{"m0", "m1", "m2"});
+  (*reopened)->close();
 }

@@ -1,6 +1,7 @@
 #include "session.hpp"
 
 #include <algorithm>
+#include <array>
 #include <exception>
 #include <type_traits>
 #include <variant>
@@ -642,11 +643,17 @@ void session::close_socket() {
   if (socket_closed_) return;
   socket_closed_ = true;
   error_code ec;
+  // Closing a socket with unread input makes the kernel answer with a reset, which can
+  // overtake our last frames (a close-ok) at the peer; what the peer sent after its close is
+  // meaningless anyway, so it is read and dropped first.
+  std::array<std::uint8_t, 4096> sink{};
+  while (!ec && socket_.available(ec) > 0) socket_.read_some(net::buffer(sink), ec);
   socket_.shutdown(tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   writer_wake_.cancel();
   reader_wake_.cancel();
   watchdog_timer_.cancel();
+  on_drained_.clear();
 }
 
 // ---- writer -----------------------------------------------------------------------------------
@@ -687,8 +694,25 @@ awaitable<void> session::writer([[maybe_unused]] std::shared_ptr<session> self) 
       co_return;
     }
     last_write_ = clock::now();
-    if (reader_waiting_ && queued_bytes_ <= options_.outbound_cap / 2) wake(reader_wake_);
+    if (queued_bytes_ <= options_.outbound_cap / 2) resume_producers();
   }
+}
+
+void session::when_drained(std::function<void()> resume) {
+  if (socket_closed_) return;
+  if (!backlogged()) {
+    net::post(strand_, std::move(resume));
+    return;
+  }
+  on_drained_.push_back(std::move(resume));
+}
+
+// The writer caught up: the reader (stopped by back-pressure) and anything that waited in
+// when_drained go on. Callbacks are posted, not called: they may enqueue more output.
+void session::resume_producers() {
+  if (reader_waiting_) wake(reader_wake_);
+  for (auto& resume : on_drained_) net::post(strand_, std::move(resume));
+  on_drained_.clear();
 }
 
 // ---- watchdog ---------------------------------------------------------------------------------

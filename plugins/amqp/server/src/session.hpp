@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -53,6 +54,8 @@ class session final : public broker::connection_port, public std::enable_shared_
   void close_channel(std::uint16_t channel, wire::reply_code code, std::string text,
                      wire::method_key offending) override;
   void close_connection(wire::reply_code code, std::string text, wire::method_key offending) override;
+  bool backlogged() const override { return queued_bytes_ > options_.outbound_cap; }
+  void when_drained(std::function<void()> resume) override;
 
  private:
   enum class phase {
@@ -113,8 +116,8 @@ class session final : public broker::connection_port, public std::enable_shared_
   void end();
   void teardown();
   void close_socket();
-  bool backlogged() const { return queued_bytes_ > options_.outbound_cap; }
   void wake(net::steady_timer& timer) { timer.cancel(); }
+  void resume_producers();
 
   // watchdog
   bool check_deadlines(clock::time_point now);
@@ -150,6 +153,7 @@ class session final : public broker::connection_port, public std::enable_shared_
 
   // output: encoded frames, written in order; queued_bytes_ is their total size
   std::deque<std::string> out_;
+  std::vector<std::function<void()>> on_drained_;  // when_drained callers waiting for the writer
   std::size_t queued_bytes_ = 0;
   bool reader_waiting_ = false;
 

@@ -63,6 +63,12 @@ class connection_port {
   virtual std::uint32_t frame_max() const = 0;      // negotiated
   virtual std::uint64_t connection_id() const = 0;  // unique in this process (exclusive owners)
   virtual boost::asio::any_io_executor executor() = 0;
+  // Output back-pressure: more is queued for the socket than the connection's cap. A consumer
+  // nothing else bounds (no-ack) stops pulling while this holds.
+  virtual bool backlogged() const = 0;
+  // `resume` runs on executor() once the queued output drained to half the cap (or at once
+  // when not backlogged); never when the connection ended first.
+  virtual void when_drained(std::function<void()> resume) = 0;
   // Channel exception: the session sends channel.close, calls channel::closed(), and ignores
   // the channel's frames until close-ok.
   virtual void close_channel(std::uint16_t channel, wire::reply_code code, std::string text,

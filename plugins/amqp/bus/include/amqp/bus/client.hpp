@@ -196,9 +196,6 @@ class client : public std::enable_shared_from_this<client> {
   // Fire-and-forget settlement of a delivery (its `reply`). Non-blocking.
   virtual void ack(const std::string& reply) = 0;
   virtual void nak(const std::string& reply) = 0;
-  // Back to the queue, but not before `delay`: for a message that reached a pull request whose
-  // consumer has gone, so that it is not handed straight back to that same request.
-  virtual void nak_later(const std::string& reply, std::chrono::milliseconds delay) = 0;
   virtual void term(const std::string& reply) = 0;
 
   // ---- blocking work off the io threads ----------------------------------------------------

@@ -1,0 +1,162 @@
+"""Celery 5.2: a real worker process (`python3 -m celery -A interop_tasks worker --pool=solo`)
+executes tasks a client sends with `delay`/`apply_async`, results come back through the
+rpc:// backend (contract: ../README.md; the app: celery_app/interop_tasks.py).
+
+Celery expresses publish/consume through tasks: a scenario's assertion is on what the tasks
+returned and on the broker's own view (queue.declare-ok counts). Celery's API has no basic.get
+and no mandatory publish: those columns are `na`.
+"""
+import os
+import signal
+import subprocess
+import sys
+
+import amqp
+from celery import Celery
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+APP_DIR = os.path.join(HERE, "celery_app")
+sys.path.append(HERE)  # after the library: see _interop
+sys.path.append(APP_DIR)
+from _interop import (URL, WAIT, NotApplicable, Refused, Report, expect, expect_equal,  # noqa: E402
+                      restart_server, wait_until)
+from interop_tasks import add, app, gate, reject_once  # noqa: E402
+
+report = Report("celery", extras=["celery_rpc", "celery_defaults"])
+SCRATCH = os.environ.get("INTEROP_TMP", "/tmp")
+
+
+def start_worker():
+    """The worker, as Celery's docs start one; concurrency 1 makes its basic.qos 1."""
+    env = dict(os.environ, PYTHONPATH=APP_DIR)
+    log = open(os.path.join(SCRATCH, "worker.log"), "wb")
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "interop_tasks", "worker", "--pool=solo", "--concurrency=1",
+         "--without-mingle", "--without-gossip", "--without-heartbeat", "--loglevel=INFO",
+         "--hostname=interop@%h"],
+        cwd=SCRATCH, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+
+
+def stop_worker(worker):
+    worker.send_signal(signal.SIGTERM)  # warm shutdown
+    try:
+        worker.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()
+    with open(os.path.join(SCRATCH, "worker.log"), errors="replace") as f:
+        print("--- worker log\n" + f.read()[-6000:], file=sys.stderr)
+
+
+def queue_counts(name):
+    """(ready messages, consumers) of a queue, from a passive queue.declare."""
+    with app.connection_for_read() as conn:
+        _, messages, consumers = conn.default_channel.queue_declare(name, passive=True)
+        return messages, consumers
+
+
+def celery_rpc():
+    expect_equal(add.delay(2, 3).get(timeout=WAIT), 5, "add(2, 3) through the worker and rpc://")
+    results = [add.delay(i, i) for i in range(10)]
+    expect_equal([r.get(timeout=WAIT) for r in results], [2 * i for i in range(10)], "ten results through rpc://")
+
+
+def declare():
+    # The worker declared the topic exchange, the queue and its binding from task_queues.
+    expect_equal(add.apply_async((20, 1), routing_key="tasks.add").get(timeout=WAIT), 21,
+                 "a task routed through the binding 'tasks.#'")
+    with app.connection_for_read() as conn:
+        channel = conn.default_channel
+        channel.exchange_declare("celery-topic", "topic", passive=True)
+        _, _, consumers = channel.queue_declare("celery-tasks", passive=True)
+    expect_equal(consumers, 1, "consumers on celery-tasks (the worker)")
+
+
+def publish_confirm():
+    # broker_transport_options confirm_publish: each apply_async returns after the broker's ack
+    # (a nack raises). The results prove each confirmed message was stored and delivered.
+    sent = [add.apply_async((i, 100)) for i in range(20)]
+    expect_equal([r.get(timeout=WAIT) for r in sent], [i + 100 for i in range(20)], "results of 20 confirmed tasks")
+
+
+def consume_prefetch_ack():
+    # The worker's qos is 1 (concurrency 1 × prefetch multiplier 1) and it acks late: while the
+    # gate task runs, the other three stay in the queue, not in the worker.
+    path = os.path.join(SCRATCH, "gate")
+    held = gate.delay(path)
+    rest = [add.delay(i, 0) for i in range(3)]
+    wait_until(lambda: os.path.exists(path + ".started"), "the gate task to start")
+    expect_equal(queue_counts("celery-tasks"), (3, 1), "(ready messages, consumers) while one task runs")
+    open(path, "w").close()
+    expect_equal(held.get(timeout=WAIT), "opened", "the gate task's result")
+    expect_equal([r.get(timeout=WAIT) for r in rest], [0, 1, 2], "the queued tasks' results")
+    wait_until(lambda: queue_counts("celery-tasks")[0] == 0, "the queue to drain")
+
+
+def nack_requeue():
+    # The task raises Reject(requeue=True) on its first delivery: basic.reject with requeue.
+    expect_equal(reject_once.delay().get(timeout=WAIT), "redelivered", "result of the redelivered task")
+
+
+def mandatory_return():
+    raise NotApplicable("Celery's task API has no mandatory publish and no basic.return handler")
+
+
+def basic_get():
+    raise NotApplicable("Celery workers consume; Celery's API has no basic.get")
+
+
+def reconnect():
+    expect_equal(add.delay(1, 2).get(timeout=WAIT), 3, "a result before the restart")
+    restart_server()
+    # This process's producer reconnects on its own (publish retry) and the worker, reconnected
+    # (broker_connection_retry), runs what it sends: the gate task, whose gate is already open.
+    marker = os.path.join(SCRATCH, "after-restart")
+    open(marker, "w").close()
+    gate.delay(marker)
+    wait_until(lambda: os.path.exists(marker + ".started"), "the worker to run a task sent after the restart")
+    # Celery 5.2's rpc:// result consumer never reconnects (celery/celery#6912, fixed in 5.7; the
+    # same with RabbitMQ): as its users do, a new producer process fetches results.
+    fresh = subprocess.run([sys.executable, "-P", "-c", "import interop_tasks as t; "
+                            f"print(t.add.delay(20, 22).get(timeout={WAIT}))"],
+                           env=dict(os.environ, PYTHONPATH=APP_DIR), cwd=SCRATCH, capture_output=True, text=True,
+                           timeout=2 * WAIT)
+    expect_equal(fresh.stdout.strip(), "42", f"a result through rpc:// after the restart ({fresh.stderr[-500:]})")
+    return "worker and producer reconnect; rpc:// results need a new client process (celery#6912)"
+
+
+def celery_defaults():
+    """A stock Celery configuration's remote control: pidbox exchange names hold dots, which
+    HIP-1326 §2 refuses (406). The connection survives it."""
+    stock = Celery("stock", broker=URL)
+    with stock.connection_for_write() as conn:
+        try:
+            stock.control.ping(timeout=0.5, connection=conn)
+            raise AssertionError("app.control.ping declared 'reply.celery.pidbox' without a refusal")
+        except amqp.exceptions.PreconditionFailed as e:
+            refusal = e
+        expect_equal(refusal.reply_code, 406, "reply code")
+        expect("'reply.celery.pidbox' holds '.'" in refusal.reply_text and "use '-' or '_' instead"
+               in refusal.reply_text, f"the refusal names the exchange and the remedy: {refusal.reply_text}")
+        # The connection survives the channel exception.
+        _, messages, _ = conn.channel().queue_declare("celery-alive", durable=False, auto_delete=True)
+        expect_equal(messages, 0, "a declare on a new channel of the same connection")
+    raise Refused(f"{refusal.reply_code} {refusal.reply_text} (HIP-1326 §2: a name is one subject word; a worker "
+                  f"with stock settings stops at boot on this, in mingle's hello; remedy: "
+                  f"worker_enable_remote_control=False and the worker --without-mingle --without-gossip)")
+
+
+def main():
+    worker = start_worker()
+    try:
+        report.run("celery_defaults", celery_defaults)
+        for scenario in (celery_rpc, declare, publish_confirm, consume_prefetch_ack, nack_requeue,
+                         mandatory_return, basic_get, reconnect):
+            report.run(scenario.__name__, scenario)
+    finally:
+        stop_worker(worker)
+    report.exit()
+
+
+if __name__ == "__main__":
+    main()
