@@ -67,8 +67,24 @@ void broker::apply_entry(const std::string& key, const std::optional<std::string
   apply_locked(key, value, revision);
 }
 
+bool broker::binds(const std::string& queue, std::string_view subject) const {
+  std::shared_lock lock(topology_mutex_);
+  std::lock_guard cache_lock(filter_cache_mutex_);
+  if (filter_cache_generation_ != topology_generation_) {
+    filter_cache_.clear();
+    filter_cache_generation_ = topology_generation_;
+  }
+  auto it = filter_cache_.find(queue);
+  if (it == filter_cache_.end()) it = filter_cache_.emplace(queue, topology_.queue_filters(queue)).first;
+  const auto& filters = it->second;
+  if (filters.empty()) return true;
+  return std::any_of(filters.begin(), filters.end(),
+                     [&](const std::string& f) { return routing::subject_matches(f, subject); });
+}
+
 bool broker::apply_locked(const std::string& key, const std::optional<std::string>& value,
                           std::uint64_t revision) {
+  ++topology_generation_;  // called under the unique lock
   // The watch may trail this process's own writes: an older revision must not undo them.
   auto& known = revisions_[key];
   if (revision != 0 && revision <= known) return false;

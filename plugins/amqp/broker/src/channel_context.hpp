@@ -22,6 +22,7 @@
 #include <optional>
 #include <set>
 #include <shared_mutex>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -66,6 +67,10 @@ class broker : public std::enable_shared_from_this<broker> {
   // queue_filters (default binding included), cover = their narrowest single cover (2.9).
   // Empty `exact` when the queue is not in the mirror.
   bus::consumer_filters filters_of(const std::string& queue) const;
+  // Whether `subject` matches one of the queue's bindings (true for a queue not in the mirror):
+  // asked for every delivery on 2.9, so the exact filters are cached per queue until the
+  // topology changes.
+  bool binds(const std::string& queue, std::string_view subject) const;
 
   // ---- exclusive queues (owned by one connection of THIS process; see broker.cpp on replicas)
   std::optional<std::uint64_t> exclusive_owner(const std::string& queue) const;
@@ -114,6 +119,7 @@ class broker : public std::enable_shared_from_this<broker> {
   template <class Fn>
   auto write_topology(Fn&& fn) {
     std::unique_lock lock(topology_mutex_);
+    ++topology_generation_;
     return std::forward<Fn>(fn)(topology_);
   }
   // A bucket entry written or re-read by this process: applied unless the mirror already
@@ -165,6 +171,10 @@ class broker : public std::enable_shared_from_this<broker> {
 
   mutable std::shared_mutex topology_mutex_;
   routing::topology topology_;
+  std::uint64_t topology_generation_ = 0;  // bumped (under the unique lock) by every change
+  mutable std::mutex filter_cache_mutex_;  // taken under the shared lock, by binds() only
+  mutable std::uint64_t filter_cache_generation_ = 0;
+  mutable std::unordered_map<std::string, std::vector<std::string>> filter_cache_;
   std::map<std::string, std::uint64_t> revisions_;  // bucket key → newest revision applied
   boost::asio::strand<boost::asio::io_context::executor_type> mirror_strand_;
   bus::topology_watch watch_;

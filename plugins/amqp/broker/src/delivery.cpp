@@ -43,10 +43,7 @@ wire::result<std::string> delivered_properties(std::string_view property_octets,
 
 bool delivers_to(broker& b, const std::string& queue, std::string_view subject) {
   if (b.bus().multi_filter()) return true;
-  const auto filters = b.filters_of(queue).exact;
-  if (filters.empty()) return true;
-  return std::any_of(filters.begin(), filters.end(),
-                     [&](const std::string& f) { return routing::subject_matches(f, subject); });
+  return b.binds(queue, subject);
 }
 
 }  // namespace amqp::broker
