@@ -131,7 +131,10 @@ class get_request final : public pull_source::sink, public std::enable_shared_fr
   }
   void cancel() {
     watchdog_.cancel();
-    if (source_) source_->detach();
+    if (source_) {
+      source_->detach();
+      source_->release();  // a get holds no delivery that must go back first
+    }
     source_.reset();
   }
 

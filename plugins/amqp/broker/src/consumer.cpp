@@ -32,6 +32,11 @@ void pull_source::detach() {
   if (asked_ == 0) stop_puller();
 }
 
+void pull_source::release() {
+  released_ = true;
+  if (asked_ == 0) give_back_held();
+}
+
 void pull_source::stop_puller() {
   if (!puller_) return;
   auto p = std::move(puller_);
@@ -42,10 +47,7 @@ void pull_source::on_delivery(bus::delivery d) {
   if (asked_ > 0) --asked_;
   if (!sink_) {
     hold(d);
-    if (asked_ == 0) {  // the request is complete: nothing can be handed back to it
-      give_back_held();
-      stop_puller();
-    }
+    if (asked_ == 0) request_ended();  // complete: nothing can be handed back to it any more
     return;
   }
   // Deliveries that only bounced off a gone consumer's request are not redeliveries.
@@ -60,8 +62,7 @@ void pull_source::on_event(const bus::pull_event& e) {
   const std::uint32_t unfilled = asked_;
   asked_ = 0;
   if (!sink_) {
-    give_back_held();
-    stop_puller();
+    request_ended();
     return;
   }
   sink_->on_request_end(&e, unfilled);
@@ -70,14 +71,26 @@ void pull_source::on_event(const bus::pull_event& e) {
 void pull_source::hold(const bus::delivery& d) {
   broker_->note_unseen_delivery(queue_, d.stream_seq);
   held_.push_back(d.reply);
-  if (held_.size() > 1) return;
-  give_back_timer_.expires_at(request_ends_ + pull_expiry_margin);
-  give_back_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-    if (auto self = weak.lock(); self && !ec) self->give_back_held();
+  if (held_.size() == 1) give_back_at(request_ends_ + pull_expiry_margin);  // whatever else happens
+}
+
+// The detached source's request is over: held messages go back now if the consumer released
+// them, else when it does (or at the fallback time hold() set).
+void pull_source::request_ended() {
+  if (released_) give_back_held();
+  stop_puller();
+}
+
+void pull_source::give_back_at(std::chrono::steady_clock::time_point when) {
+  give_back_timer_.expires_at(when);  // replaces an earlier wait
+  // The handler owns the source: the held messages must go back even after the puller stopped.
+  give_back_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (!ec) self->give_back_held();
   });
 }
 
 void pull_source::give_back_held() {
+  if (held_.empty()) return;
   give_back_timer_.cancel();
   for (const auto& reply : held_) broker_->bus().nak(reply);
   held_.clear();
@@ -94,7 +107,12 @@ consumer::consumer(basic_state& channel, options o)
   own_.limit = options_.prefetch;
 }
 
-consumer::~consumer() { stop(); }
+// Destroyed once it is cancelled and its last delivery is settled (each holds it): only then
+// may what its source held go back (pull_source::release).
+consumer::~consumer() {
+  stop();
+  if (source_) source_->release();
+}
 
 void consumer::start() {
   source_ = pull_source::open(broker_, options_.queue, channel_->ctx.executor(), this);
@@ -140,8 +158,7 @@ void consumer::stop() {
   if (!channel_) return;
   channel_ = nullptr;
   retry_.cancel();
-  if (source_) source_->detach();
-  source_.reset();
+  if (source_) source_->detach();  // kept: the destructor releases what it held
 }
 
 void consumer::on_message(bus::delivery d) {

@@ -52,9 +52,13 @@ class pull_source : public std::enable_shared_from_this<pull_source> {
   bool idle() const { return asked_ == 0; }
   // One request at a time (the bus does not say which request a status belongs to).
   void request(std::uint32_t batch, std::chrono::milliseconds expires);
-  // The sink is going away: from now on arrivals are nak'ed, and the puller stops once the
-  // outstanding request ended.
+  // The sink is going away: from now on arrivals are held (never shown), and the puller stops
+  // once the outstanding request ended.
   void detach();
+  // What was held may go back to the queue, once the outstanding request ended. A consumer
+  // calls this when its last delivery is settled, so that what its client requeues reaches the
+  // queue before what it never saw (RabbitMQ's order; JetStream 2.9 redelivers in NAK order).
+  void release();
 
  private:
   pull_source(std::shared_ptr<broker> b, std::string queue, const boost::asio::any_io_executor& ex, sink* s)
@@ -62,6 +66,8 @@ class pull_source : public std::enable_shared_from_this<pull_source> {
   void on_delivery(bus::delivery d);
   void on_event(const bus::pull_event& e);
   void hold(const bus::delivery& d);
+  void request_ended();
+  void give_back_at(std::chrono::steady_clock::time_point when);
   void give_back_held();
   void stop_puller();
 
@@ -74,7 +80,8 @@ class pull_source : public std::enable_shared_from_this<pull_source> {
   // Arrivals after detach, never shown to a client. A nak now would hand each straight back
   // to the same still-open request, so they go back together once that request has ended.
   std::vector<std::string> held_;
-  boost::asio::steady_timer give_back_timer_;  // in case the request's end never reaches us
+  bool released_ = false;                      // release() was called
+  boost::asio::steady_timer give_back_timer_;  // in case release() or the request's end never come
 };
 
 // How a consumer's pulls are sized and how long one waits on the server.
