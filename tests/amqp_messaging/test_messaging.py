@@ -282,6 +282,27 @@ class Consumers(Base):
         self.assertEqual(cancelled, [tag])
 
 
+class NoAckBound(Base):
+    def test_a_no_ack_consumer_that_does_not_read_leaves_the_backlog_in_the_queue(self):
+        # No prefetch bounds a no-ack consumer (§3); the socket does. A client that stops reading
+        # must leave the messages in the queue, not in the adaptor's memory: once its output is
+        # backlogged (4 MiB plus what the kernel buffers) the consumer stops pulling.
+        q = self.queue()
+        self.ch.confirm_delivery()
+        body = b"x" * (16 * 1024)
+        total = 2000  # 32 MiB
+        for _ in range(total):
+            self.ch.basic_publish("", q, body)
+        stalled = pika.BlockingConnection(params())
+        try:
+            stalled.channel().basic_consume(q, lambda *a: None, auto_ack=True)
+            time.sleep(3.0)  # the client reads nothing from here on
+            left = self.ch.queue_declare(q, passive=True).method.message_count
+            self.assertGreater(left, total // 4, f"only {left} of {total} left: the adaptor pulled the backlog")
+        finally:
+            stalled.close() if stalled.is_open else None
+
+
 class Settlement(Base):
     def one(self, q, **kw):
         _, got = collect(self.conn, self.ch, q, 1, **kw)
