@@ -281,7 +281,7 @@ void basic_class::on_method(wire::basic_consume m) {
       return;
     }
     auto c = std::make_shared<consumer>(
-        s, consumer::options{tag, queue, m.no_ack, m.exclusive, s.prefetch_count});
+        s, consumer::options{tag, queue, m.no_ack, s.prefetch_count});
     s.consumers.emplace(tag, c);
     if (!m.no_wait) chan.reply(wire::basic_consume_ok{tag});  // before the first delivery
     c->start();

@@ -97,7 +97,6 @@ class consumer final : public pull_source::sink, public std::enable_shared_from_
     std::string tag;
     std::string queue;
     bool no_ack = false;
-    bool exclusive = false;
     std::uint16_t prefetch = 0;  // the channel's per-consumer prefetch when it was created
   };
   consumer(basic_state& channel, options o);
@@ -106,7 +105,6 @@ class consumer final : public pull_source::sink, public std::enable_shared_from_
   const std::string& tag() const { return options_.tag; }
   const std::string& queue() const { return options_.queue; }
   bool no_ack() const { return options_.no_ack; }
-  bool exclusive() const { return options_.exclusive; }
 
   void start();
   // Asks the bus for as many messages as credit allows, unless a request is outstanding.
