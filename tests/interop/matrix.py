@@ -114,7 +114,8 @@ class Server:
         with self.lock:
             code = self.cloud.restart()
             if code != 0:
-                raise AssertionError(f"cloud exited with {code} (expected 0 after SIGTERM) before the restart")
+                raise AssertionError(f"cloud exited with {code} (expected 0 after SIGTERM) before the restart;"
+                                     " its log ends:\n" + self.cloud.previous_log[-6000:])
             self.restarts += 1
 
 

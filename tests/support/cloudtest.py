@@ -124,6 +124,7 @@ class Cloud:
         self.http_port = None
         self.pubsub_url = None
         self.lines = []
+        self.previous_log = ""
         self._lines_lock = threading.Lock()
         self._reader = None
 
@@ -205,6 +206,7 @@ class Cloud:
         same data directory and AMQP port; returns the stopped host's exit code."""
         code = self.stop(sig)
         with self._lines_lock:
+            self.previous_log = "\n".join(self.lines)  # why the stopped run exited as it did
             self.lines.clear()  # ports are read from the log: the new run's log only
         self.http_port = None
         self.pubsub_url = None

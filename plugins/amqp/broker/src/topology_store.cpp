@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -146,29 +144,14 @@ std::optional<failure> converge_consumer(broker& b, const std::string& queue) {
 namespace {
 
 // The bucket as it is now, as a topology of its own (the mirror is left alone: its watch
-// still has to see each change to tell consumers of a queue deleted elsewhere). Read through
-// the initial replay of a watch opened for the purpose: the bus offers no key listing, and
-// the replay is JetStream's last-value-per-key read.
+// still has to see each change to tell consumers of a queue deleted elsewhere).
 std::variant<routing::topology, failure> read_bucket(broker& b) {
-  struct collected {
-    std::mutex mutex;
-    routing::topology topology;
-  };
-  auto into = std::make_shared<collected>();
-  auto watch = b.bus().watch_topology(
-      b.bus_executor(),
-      [into](std::string key, std::optional<std::string> value, std::uint64_t) {
-        // Changes after the replay may still arrive until stop(): newer, so harmless.
-        std::lock_guard lock(into->mutex);
-        std::optional<std::string_view> json;
-        if (value) json = *value;
-        into->topology.apply(key, json);  // a malformed entry is the watch's to report
-      },
-      std::chrono::steady_clock::now() + snapshot_timeout);
-  if (!watch) return from_bus(watch.error());
-  watch->stop();
-  std::lock_guard lock(into->mutex);
-  return std::move(into->topology);
+  auto entries = b.bus().kv_snapshot(std::chrono::steady_clock::now() + snapshot_timeout);
+  if (!entries) return from_bus(entries.error());
+  routing::topology topology;
+  // A malformed entry is the watch's to report.
+  for (const auto& e : *entries) topology.apply(e.key, std::string_view{e.entry.value});
+  return topology;
 }
 
 // The exchanges a queue's bucket value binds (read before the queue goes). Absent or

@@ -98,6 +98,7 @@ class client_impl final : public client {
   bus_result<topology_watch> watch_topology(
       boost::asio::any_io_executor ex, on_change_fn on_change,
       std::optional<std::chrono::steady_clock::time_point> deadline) override;
+  bus_result<std::vector<kv_keyed_entry>> kv_snapshot(std::chrono::steady_clock::time_point deadline) override;
   bus_result<kv_entry> kv_get(const std::string& key) override;
   bus_result<std::uint64_t> kv_create(const std::string& key, const std::string& value) override;
   bus_result<std::uint64_t> kv_update(const std::string& key, const std::string& value,

@@ -72,14 +72,37 @@ void deliver_entry(topology_watch::state& st, kvEntry* e, bool post) {
   });
 }
 
+// How long the watch thread waits for a change before looking at its stop flag again, and so
+// how long topology_watch::stop() may wait. The thread is never woken by kvWatcher_Stop from
+// another thread: nats.c 3.4 leaks the message kvWatcher_Next took off the subscription when
+// the watcher is stopped under it.
+constexpr int64_t watch_poll_ms = 200;
+
 void watch_loop(const std::shared_ptr<topology_watch::state>& st) {
   while (!st->stopped) {
     kvEntry* raw = nullptr;
-    natsStatus s = kvWatcher_Next(&raw, st->watcher.get(), 1000);
+    natsStatus s = kvWatcher_Next(&raw, st->watcher.get(), watch_poll_ms);
     kv_entry_ptr e{raw};
     if (s == NATS_TIMEOUT) continue;
-    if (s != NATS_OK) break;  // stopped, or the connection closed for good
+    if (s != NATS_OK) break;  // the connection closed for good
     if (e) deliver_entry(*st, e.get(), true);
+  }
+}
+
+// Reads `w` until nats.c's NULL "initial values done" entry, handing each entry to `each`.
+template <class Each>
+bus_status replay(kvWatcher* w, std::chrono::steady_clock::time_point until, const std::string& step, Each each) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      return failure(step, "the initial replay did not finish before its deadline", bus_errc::timeout);
+    kvEntry* raw = nullptr;
+    natsStatus s = kvWatcher_Next(&raw, w, left.count());
+    kv_entry_ptr e{raw};
+    if (s == NATS_TIMEOUT) continue;
+    if (s != NATS_OK) return nats_failure(step, s);
+    if (!e) return bus_ok();
+    each(e.get());
   }
 }
 
@@ -99,21 +122,11 @@ bus_result<topology_watch> client_impl::watch_topology(
   if (natsStatus s = kvStore_WatchAll(&w, kv_.get(), &wo); s != NATS_OK) return nats_failure(step, s);
   st->watcher.reset(w);
 
-  // Initial replay, on this thread, until nats.c's NULL "initial values done" entry.
-  const auto until = deadline.value_or(options_.deadline);
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-    if (left.count() <= 0)
-      return failure(step, "the initial replay did not finish before the startup deadline",
-                     bus_errc::timeout);
-    kvEntry* raw = nullptr;
-    natsStatus s = kvWatcher_Next(&raw, st->watcher.get(), left.count());
-    kv_entry_ptr e{raw};
-    if (s == NATS_TIMEOUT) continue;
-    if (s != NATS_OK) return nats_failure(step, s);
-    if (!e) break;
-    deliver_entry(*st, e.get(), false);
-  }
+  // Initial replay, on this thread.
+  if (auto replayed = replay(st->watcher.get(), deadline.value_or(options_.deadline), step,
+                             [&](kvEntry* e) { deliver_entry(*st, e, false); });
+      !replayed)
+    return replayed.error();
   st->thread = std::thread([st] { watch_loop(st); });
   {
     std::lock_guard lock{mutex_};
@@ -122,6 +135,26 @@ bus_result<topology_watch> client_impl::watch_topology(
     watches_.push_back(st);
   }
   return topology_watch{st};
+}
+
+bus_result<std::vector<kv_keyed_entry>> client_impl::kv_snapshot(std::chrono::steady_clock::time_point deadline) {
+  const std::string step = std::string{"read bucket "} + bucket_name;
+  if (closed_) return failure(step, "bus client is closed");
+  kvWatchOptions wo;
+  kvWatchOptions_Init(&wo);
+  wo.IgnoreDeletes = true;
+  kvWatcher* raw = nullptr;
+  if (natsStatus s = kvStore_WatchAll(&raw, kv_.get(), &wo); s != NATS_OK) return nats_failure(step, s);
+  kv_watcher_ptr watcher{raw};  // destroyed on this thread, never under a kvWatcher_Next
+  std::vector<kv_keyed_entry> entries;
+  auto replayed = replay(watcher.get(), deadline, step, [&](kvEntry* e) {
+    if (kvEntry_Operation(e) != kvOp_Put) return;
+    entries.push_back({kvEntry_Key(e),
+                       {std::string(static_cast<const char*>(kvEntry_Value(e)), static_cast<std::size_t>(kvEntry_ValueLen(e))),
+                        kvEntry_Revision(e)}});
+  });
+  if (!replayed) return replayed.error();
+  return entries;
 }
 
 bus_result<json> client_impl::kv_last(const std::string& step, const std::string& key) {

@@ -22,9 +22,10 @@ struct topology_watch::state {
     std::lock_guard lock{mutex};
     return on_change;
   }
+  // The thread sees `stopped` within one poll (topology.cpp's watch_poll_ms); the watcher is
+  // destroyed with this state, after the thread is done with it.
   void stop() {
     if (stopped.exchange(true)) return;
-    kvWatcher_Stop(watcher.get());  // wakes kvWatcher_Next in the thread
     if (thread.joinable() && thread.get_id() != std::this_thread::get_id()) thread.join();
     std::lock_guard lock{mutex};
     on_change.reset();

@@ -55,6 +55,11 @@ struct kv_entry {
   std::uint64_t revision = 0;
 };
 
+struct kv_keyed_entry {
+  std::string key;
+  kv_entry entry;
+};
+
 // Filters of one queue's consumer. `exact` = the queue's filters, already normalized by the
 // caller (subsumed, deduplicated, sorted), used when the server keeps multi-filter consumers
 // (>= 2.10). `cover` = the narrowest subject covering all of them, used as the single
@@ -157,6 +162,9 @@ class client : public std::enable_shared_from_this<client> {
   virtual bus_result<topology_watch> watch_topology(
       boost::asio::any_io_executor ex, on_change_fn on_change,
       std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt) = 0;
+  // Blocking. The bucket's live keys as they are now (JetStream's last value per key), read on
+  // the calling thread within `deadline`; deleted keys are absent. No watch outlives the call.
+  virtual bus_result<std::vector<kv_keyed_entry>> kv_snapshot(std::chrono::steady_clock::time_point deadline) = 0;
   // Blocking. Not found → kind not_found. Create on an existing key → kind conflict.
   // Update with a stale revision → kind conflict (re-read, re-apply, retry).
   virtual bus_result<kv_entry> kv_get(const std::string& key) = 0;
