@@ -248,6 +248,7 @@ def run_client(client, lang, path):
         with Server() as server, Control(server) as control:
             code, output = run_program(argv, os.path.dirname(path), program_env(client, server, control, scratch))
             ran = True
+            record["server_log"] = server.cloud.log[-8000:]  # shown when the client failed
             record["restarts"] = server.restarts
             record["problems"] += control.errors
     except Exception as e:  # the server failed to boot or to stop cleanly: a failure of this client
@@ -278,7 +279,7 @@ def passed(record):
 def write_record(results_dir, record):
     os.makedirs(results_dir, exist_ok=True)
     with open(os.path.join(results_dir, f"{record['client']}.json"), "w") as f:
-        json.dump({k: v for k, v in record.items() if k != "output"}, f, indent=2)
+        json.dump({k: v for k, v in record.items() if k not in ("output", "server_log")}, f, indent=2)
         f.write("\n")
 
 
@@ -304,6 +305,8 @@ def print_output(record, verbose):
         if s["verdict"] == "fail":
             print(f"  {name}: {s['reason']}")
     print(f"--- output of {record['client']} ---\n{record['output'][-20000:]}\n--- end ---")
+    if not passed(record) and record.get("server_log"):
+        print(f"--- the server's log (its end) ---\n{record['server_log']}\n--- end ---")
 
 
 def main():

@@ -58,7 +58,8 @@ func (s *S) startService(messages, prefetch int, tag string) service {
 // orderedDrain: at least once, one delivery processed at a time in order. On shutdown, while m3
 // is being processed, the consumer is cancelled, m3 finishes and is acked, and what it received
 // but did not process goes back with ONE basic.nack(multiple, requeue). A second consumer then
-// gets exactly m4..m10, in order, the returned ones flagged redelivered; m1..m3 never again.
+// gets exactly m4..m10, the returned ones flagged redelivered and the rest in order; m1..m3
+// never again.
 func orderedDrain(s *S) {
 	const prefetch = 5
 	const tag = client + "-ordered-drain" // the service names its consumer (not from os.Args)
@@ -136,7 +137,7 @@ func (s *S) drain(deliveries <-chan amqp.Delivery) []amqp.Delivery {
 }
 
 // expectRest: a second consumer, on a new connection, gets exactly `want` once each, the
-// `returned` ones flagged redelivered and the others not (in the queue's order when `ordered`);
+// `returned` ones flagged redelivered and the others not (those in the queue's order when `ordered`);
 // then a sentinel published afterwards is the next delivery, so nothing acked came back before it.
 func (s *S) expectRest(want []string, returned map[string]bool, ordered bool) {
 	conn := s.dial()
@@ -154,12 +155,37 @@ func (s *S) expectRest(want []string, returned map[string]bool, ordered bool) {
 	seen := describe(got)
 	fmt.Printf("%s: the second consumer got %v\n", s.name, seen)
 	if ordered {
-		s.check(equal(seen, expected), "the second consumer got %v, expected %v in this order (/R: redelivered)", seen, expected)
+		// What the first consumer never saw keeps the queue's order. The requeued ones may come
+		// back permuted among themselves (seed 003: "a redelivery" breaks order; on JetStream 2.9
+		// a requeue right after a cancel can bounce through the cancelled consumer's open pull).
+		fresh, inOrder := unreturned(got, returned), unreturnedBodies(want, returned)
+		s.check(equal(fresh, inOrder), "the messages never delivered before came as %v, expected %v in this order", fresh, inOrder)
 	}
 	s.check(equal(sorted(seen), sorted(expected)), "the second consumer got %v, expected %v (/R: redelivered)", seen, expected)
 	s.ack(got[len(got)-1], true)
 	s.publishBodies(conn, queue, []string{"end"})
 	s.ack(s.expect(deliveries, "end", false), false)
+}
+
+// unreturned lists the bodies of deliveries that are not in `returned`, in delivery order.
+func unreturned(ds []amqp.Delivery, returned map[string]bool) []string {
+	var out []string
+	for _, d := range ds {
+		if !returned[string(d.Body)] {
+			out = append(out, string(d.Body))
+		}
+	}
+	return out
+}
+
+func unreturnedBodies(bodies []string, returned map[string]bool) []string {
+	var out []string
+	for _, b := range bodies {
+		if !returned[b] {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // describe lists deliveries as their bodies, suffixed /R when redelivered.
