@@ -53,13 +53,15 @@ class pull_source : public std::enable_shared_from_this<pull_source> {
   // One request at a time (the bus does not say which request a status belongs to).
   void request(std::uint32_t batch, std::chrono::milliseconds expires);
   // The sink is going away: from now on arrivals are held (never shown), and the puller stops
-  // once the outstanding request ended. Not sooner: nats-server 2.9 must never find a request
-  // whose inbox lost interest in its waiting queue when a redelivery is due. It then takes the
-  // redelivery off its queue, finds no one to send it to, and "redoes" it as a new message by
-  // stepping its sequence back: the redelivery waits out the five-minute ack wait, and the
-  // message before it is delivered a second time (measured: recover after cancel gave m2 twice
-  // and no m1). So a requeue right after a cancel may bounce through the still-open request,
-  // and requeued messages can come back permuted among themselves.
+  // once the outstanding request ended. Not sooner: when a redelivery is due and nats-server
+  // 2.9 finds only requests that expired or whose inbox lost interest in its waiting queue, it
+  // takes the redelivery off its queue, finds no one to send it to, and "redoes" it as a new
+  // message by stepping its sequence back: the redelivery waits out the five-minute ack wait,
+  // and the message before it is delivered a second time (measured: recover after cancel gave
+  // m2 twice and no m1). Dropping our interest early would open that window wide; the expiry
+  // one (a nak landing just as the queue's only request expires) stays, and is the server's.
+  // So a requeue right after a cancel may bounce through the still-open request, and requeued
+  // messages can come back permuted among themselves.
   void detach();
   // What was held may go back to the queue, once the outstanding request ended. A consumer
   // calls this when its last delivery is settled, so that what its client requeues reaches the
