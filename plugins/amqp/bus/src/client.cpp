@@ -1,5 +1,8 @@
 // client::open (the mount steps in order), pipelined publishing and close.
 #include <boost/asio/post.hpp>
+#include <algorithm>
+#include <charconv>
+#include <cstring>
 
 #include "client_impl.hpp"
 #include "error.hpp"
@@ -66,15 +69,24 @@ std::size_t client_impl::publish_backlog() const {
   return in_flight_.size() + waiting_.size();
 }
 
-bus_status client_impl::send_publish(std::uint64_t id, const pending_publish& p) {
-  const std::string step = "publish to " + p.subject;
-  const std::string reply = inbox_ + ".a." + std::to_string(id);
+bus_status client_impl::send_publish(std::uint64_t id, pending_publish& p) {
+  // "<inbox>.a.<id>", built without an allocation (the inbox is "_INBOX." and a 22-character NUID).
+  char reply[96];
+  const std::size_t prefix = std::min(inbox_.size(), sizeof reply - 24);
+  std::memcpy(reply, inbox_.data(), prefix);
+  std::memcpy(reply + prefix, ".a.", 3);
+  *std::to_chars(reply + prefix + 3, reply + sizeof reply - 1, id).ptr = '\0';
   natsMsg* raw = nullptr;
-  natsStatus s = natsMsg_Create(&raw, p.subject.c_str(), reply.c_str(), p.body.data(), static_cast<int>(p.body.size()));
+  natsStatus s = natsMsg_Create(&raw, p.subject.c_str(), reply, p.body.data(), static_cast<int>(p.body.size()));
   msg_ptr msg{raw};
   if (s == NATS_OK && !p.props_b64.empty()) s = natsMsgHeader_Set(msg.get(), props_header, p.props_b64.c_str());
   if (s == NATS_OK) s = natsConnection_PublishMsg(conn_.get(), msg.get());
-  if (s != NATS_OK) return nats_failure(step, s);
+  released_.release(std::move(msg));
+  // On the wire now (or failed): the content is not needed again. Freed here, on the thread
+  // that allocated it, rather than with the pub ack on a nats thread.
+  std::string().swap(p.body);
+  std::string().swap(p.props_b64);
+  if (s != NATS_OK) return nats_failure("publish to " + p.subject, s);
   return bus_ok();
 }
 
@@ -88,7 +100,7 @@ void client_impl::complete_publish(std::uint64_t id, bus_status status) {
     in_flight_.erase(it);
     send_waiting_locked();
   }
-  boost::asio::post(p.ex, [done = std::move(p.done), status = std::move(status)]() mutable { done(std::move(status)); });
+  completions_->post(p.ex, std::move(p.done), std::move(status));
 }
 
 // With mutex_ held: move waiting publishes onto the wire while there is room.

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "amqp/bus/client.hpp"
+#include "completion_queue.hpp"
 #include "nats_handle.hpp"
 
 namespace amqp::bus::detail {
@@ -56,7 +57,7 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   };
   static void on_msg(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
   static void on_complete(void* closure);
-  void handle(msg_ptr msg);
+  void handle(natsMsg* msg);
 
   struct callbacks {
     std::function<void(delivery)> on_delivery;
@@ -130,6 +131,7 @@ class client_impl final : public client {
   bool send_pull(const std::string& queue, const std::string& reply_inbox, std::uint32_t batch,
                  std::chrono::milliseconds expires);
   void forget_puller(const puller_impl* p);
+  void release_msg(msg_ptr msg) { released_.release(std::move(msg)); }
 
  private:
   struct pending_publish {
@@ -155,10 +157,10 @@ class client_impl final : public client {
   static void on_inbox_msg(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
   static void on_inbox_complete(void* closure);
   static void on_reconnected(natsConnection*, void* closure);
-  void route_inbox(msg_ptr msg);
+  void route_inbox(natsMsg* msg);
   void complete_publish(std::uint64_t id, bus_status status);
   void send_waiting_locked();
-  bus_status send_publish(std::uint64_t id, const pending_publish& p);
+  bus_status send_publish(std::uint64_t id, pending_publish& p);
   void arm_publish_sweep();
   void sweep_publishes();
   void fail_all_publishes(const std::string& why);
@@ -185,6 +187,9 @@ class client_impl final : public client {
   std::vector<std::weak_ptr<topology_watch::state>> watches_;
   bool sweep_armed_ = false;
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
+
+  std::shared_ptr<completion_queue> completions_ = std::make_shared<completion_queue>();
+  msg_batch_release released_;  // sent messages, pub acks and deliveries
 
   std::atomic<std::uint64_t> next_id_{1};
   std::atomic<bool> closed_{false};

@@ -91,7 +91,10 @@ bus_status client_impl::start_inbox() {
 }
 
 void client_impl::on_inbox_msg(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
-  static_cast<client_impl*>(closure)->route_inbox(msg_ptr{msg});
+  auto* self = static_cast<client_impl*>(closure);
+  msg_ptr owned{msg};
+  self->route_inbox(owned.get());
+  self->released_.release(std::move(owned));
 }
 
 void client_impl::on_inbox_complete(void* closure) {
@@ -101,27 +104,21 @@ void client_impl::on_inbox_complete(void* closure) {
   self->inbox_done_cv_.notify_all();
 }
 
-void client_impl::route_inbox(msg_ptr msg) {
-  std::string_view subject = natsMsg_GetSubject(msg.get());
+void client_impl::route_inbox(natsMsg* msg) {
+  std::string_view subject = natsMsg_GetSubject(msg);
   if (subject.size() < inbox_.size() + 3) return;
   subject.remove_prefix(inbox_.size() + 1);
-  const char kind = subject[0];
   std::uint64_t id = 0;
-  if (subject[1] != '.' || !to_u64(subject.substr(2), id)) return;
-
-  if (kind != 'a') return;
-  {
-    complete_publish(id, [&]() -> bus_status {
-      if (natsMsg_IsNoResponders(msg.get()))
-        return failure("publish", std::string{"no JetStream stream stores this subject: is stream "} +
-                                      stream_name + " still there?");
-      if (plain_pub_ack(msg.get())) return bus_ok();
-      auto ack = parse_api_reply("publish", msg.get());
-      if (!ack) return ack.error();
-      return bus_ok();
-    }());
-    return;
-  }
+  if (subject[0] != 'a' || subject[1] != '.' || !to_u64(subject.substr(2), id)) return;
+  complete_publish(id, [&]() -> bus_status {
+    if (natsMsg_IsNoResponders(msg))
+      return failure("publish", std::string{"no JetStream stream stores this subject: is stream "} +
+                                    stream_name + " still there?");
+    if (plain_pub_ack(msg)) return bus_ok();
+    auto ack = parse_api_reply("publish", msg);
+    if (!ack) return ack.error();
+    return bus_ok();
+  }());
 }
 
 }  // namespace amqp::bus::detail

@@ -4,6 +4,8 @@
 #include <nats/nats.h>
 
 #include <memory>
+#include <mutex>
+#include <vector>
 
 namespace amqp::bus::detail {
 
@@ -25,5 +27,28 @@ using kv_store_ptr = std::unique_ptr<kvStore, nats_deleter<kvStore, &kvStore_Des
 using kv_watcher_ptr = std::unique_ptr<kvWatcher, nats_deleter<kvWatcher, &kvWatcher_Destroy>>;
 using kv_entry_ptr = std::unique_ptr<kvEntry, nats_deleter<kvEntry, &kvEntry_Destroy>>;
 using inbox_ptr = std::unique_ptr<natsInbox, nats_deleter<natsInbox, &natsInbox_Destroy>>;
+
+// Messages done with, destroyed in batches. nats.c hands every destroyed message to its
+// garbage-collector thread, under a lock and with a wake-up of that thread: one per message
+// was a tenth of the adaptor's CPU when publishing (a sent message and its pub ack each).
+// Thread-safe; what is left is destroyed with it.
+class msg_batch_release {
+ public:
+  void release(msg_ptr msg) {
+    std::vector<msg_ptr> full;
+    {
+      std::lock_guard lock{mutex_};
+      done_.push_back(std::move(msg));
+      if (done_.size() < batch) return;
+      full.swap(done_);
+    }
+    // `full` is destroyed here, outside the lock: a run of hand-offs, one wake-up.
+  }
+
+ private:
+  static constexpr std::size_t batch = 128;
+  std::mutex mutex_;
+  std::vector<msg_ptr> done_;
+};
 
 }  // namespace amqp::bus::detail

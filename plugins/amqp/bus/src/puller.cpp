@@ -87,25 +87,26 @@ void puller_impl::stop() {
 void puller_impl::on_msg(natsConnection*, natsSubscription*, natsMsg* raw, void* closure) {
   msg_ptr msg{raw};
   auto* h = static_cast<holder*>(closure);
+  auto owner = h->owner.lock();
   if (auto p = h->puller.lock()) {
-    p->handle(std::move(msg));
-    return;
+    p->handle(msg.get());
+  } else if (const char* reply = natsMsg_GetReply(msg.get()); owner && reply != nullptr) {
+    owner->nak(reply);
   }
-  const char* reply = natsMsg_GetReply(msg.get());
-  if (auto owner = h->owner.lock(); owner && reply != nullptr) owner->nak(reply);
+  if (owner) owner->release_msg(std::move(msg));
 }
 
 void puller_impl::on_complete(void* closure) { delete static_cast<holder*>(closure); }
 
-void puller_impl::handle(msg_ptr msg) {
-  const std::string status = header(msg.get(), "Status");
-  if (!status.empty() && natsMsg_GetDataLength(msg.get()) == 0) {
+void puller_impl::handle(natsMsg* msg) {
+  const std::string status = header(msg, "Status");
+  if (!status.empty() && natsMsg_GetDataLength(msg) == 0) {
     const int code = std::atoi(status.c_str());
-    if (code != 100) post_event(status_event(code, header(msg.get(), "Description")));  // 100: heartbeat
+    if (code != 100) post_event(status_event(code, header(msg, "Description")));  // 100: heartbeat
     return;
   }
   delivery d;
-  const char* reply = natsMsg_GetReply(msg.get());
+  const char* reply = natsMsg_GetReply(msg);
   d.reply = reply == nullptr ? "" : reply;
   if (stopped_) {
     // Stopped while a request was outstanding: give the message back at once rather than
@@ -114,9 +115,9 @@ void puller_impl::handle(msg_ptr msg) {
     return;
   }
   parse_ack_subject(d.reply, d);
-  d.subject = natsMsg_GetSubject(msg.get());
-  if (auto props = base64_decode(header(msg.get(), props_header))) d.amqp_props = std::move(*props);
-  d.body.assign(natsMsg_GetData(msg.get()), static_cast<std::size_t>(natsMsg_GetDataLength(msg.get())));
+  d.subject = natsMsg_GetSubject(msg);
+  if (auto props = base64_decode(header(msg, props_header))) d.amqp_props = std::move(*props);
+  d.body.assign(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
   post_delivery(std::move(d));
 }
 
