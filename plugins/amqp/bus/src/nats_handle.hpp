@@ -3,6 +3,7 @@
 // *_Destroy. Private to bus/: no nats type leaves this folder.
 #include <nats/nats.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -31,6 +32,7 @@ using inbox_ptr = std::unique_ptr<natsInbox, nats_deleter<natsInbox, &natsInbox_
 // Messages done with, destroyed in batches. nats.c hands every destroyed message to its
 // garbage-collector thread, under a lock and with a wake-up of that thread: one per message
 // was a tenth of the adaptor's CPU when publishing (a sent message and its pub ack each).
+// A batch is at most 128 messages or 1 MiB of payload, so large messages are not held.
 // Thread-safe; what is left is destroyed with it.
 class msg_batch_release {
  public:
@@ -38,17 +40,21 @@ class msg_batch_release {
     std::vector<msg_ptr> full;
     {
       std::lock_guard lock{mutex_};
+      bytes_ += static_cast<std::size_t>(std::max(0, natsMsg_GetDataLength(msg.get())));
       done_.push_back(std::move(msg));
-      if (done_.size() < batch) return;
+      if (done_.size() < max_messages && bytes_ < max_bytes) return;
       full.swap(done_);
+      bytes_ = 0;
     }
     // `full` is destroyed here, outside the lock: a run of hand-offs, one wake-up.
   }
 
  private:
-  static constexpr std::size_t batch = 128;
+  static constexpr std::size_t max_messages = 128;
+  static constexpr std::size_t max_bytes = 1 << 20;
   std::mutex mutex_;
   std::vector<msg_ptr> done_;
+  std::size_t bytes_ = 0;
 };
 
 }  // namespace amqp::bus::detail
