@@ -1,6 +1,5 @@
 // client::open (the mount steps in order), pipelined publishing and close.
 #include <boost/asio/post.hpp>
-#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -70,12 +69,11 @@ std::size_t client_impl::publish_backlog() const {
 }
 
 bus_status client_impl::send_publish(std::uint64_t id, pending_publish& p) {
-  // "<inbox>.a.<id>", built without an allocation (the inbox is "_INBOX." and a 22-character NUID).
-  char reply[96];
-  const std::size_t prefix = std::min(inbox_.size(), sizeof reply - 24);
-  std::memcpy(reply, inbox_.data(), prefix);
-  std::memcpy(reply + prefix, ".a.", 3);
-  *std::to_chars(reply + prefix + 3, reply + sizeof reply - 1, id).ptr = '\0';
+  // "<inbox>.a.<id>", built without an allocation (start_inbox bounds the inbox).
+  char reply[max_inbox_size + 3 + 20 + 1];  // ".a.", the digits of a 64-bit id, NUL
+  std::memcpy(reply, inbox_.data(), inbox_.size());
+  std::memcpy(reply + inbox_.size(), ".a.", 3);
+  *std::to_chars(reply + inbox_.size() + 3, reply + sizeof reply - 1, id).ptr = '\0';
   natsMsg* raw = nullptr;
   natsStatus s = natsMsg_Create(&raw, p.subject.c_str(), reply, p.body.data(), static_cast<int>(p.body.size()));
   msg_ptr msg{raw};

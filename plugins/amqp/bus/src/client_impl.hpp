@@ -174,7 +174,8 @@ class client_impl final : public client {
   kv_store_ptr kv_;
   std::unique_ptr<boost::asio::thread_pool> workers_;
 
-  std::string inbox_;  // "_INBOX.<nuid>"
+  static constexpr std::size_t max_inbox_size = 64;
+  std::string inbox_;  // "_INBOX.<nuid>": 29 characters
   subscription_ptr inbox_sub_;
   std::mutex inbox_done_mutex_;
   std::condition_variable inbox_done_cv_;

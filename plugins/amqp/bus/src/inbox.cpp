@@ -76,6 +76,9 @@ bus_status client_impl::start_inbox() {
   if (natsStatus s = natsInbox_Create(&raw_inbox); s != NATS_OK) return nats_failure(step, s);
   inbox_ptr inbox{raw_inbox};
   inbox_ = inbox.get();
+  if (inbox_.size() > max_inbox_size)  // send_publish builds "<inbox>.a.<id>" in a fixed buffer
+    return failure(step, "nats.c made an inbox of " + std::to_string(inbox_.size()) + " characters, more than " +
+                             std::to_string(max_inbox_size));
   natsSubscription* sub = nullptr;
   natsStatus s = natsConnection_Subscribe(&sub, conn_.get(), (inbox_ + ".>").c_str(), &client_impl::on_inbox_msg, this);
   if (s != NATS_OK) return nats_failure(step, s);

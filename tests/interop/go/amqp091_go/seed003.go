@@ -158,7 +158,7 @@ func (s *S) expectRest(want []string, returned map[string]bool, ordered bool) {
 		// What the first consumer never saw keeps the queue's order. The requeued ones may come
 		// back permuted among themselves (seed 003: "a redelivery" breaks order; on JetStream 2.9
 		// a requeue right after a cancel can bounce through the cancelled consumer's open pull).
-		fresh, inOrder := unreturned(got, returned), unreturnedBodies(want, returned)
+		fresh, inOrder := unreturned(bodiesOf(got), returned), unreturned(want, returned)
 		s.check(equal(fresh, inOrder), "the messages never delivered before came as %v, expected %v in this order", fresh, inOrder)
 	}
 	s.check(equal(sorted(seen), sorted(expected)), "the second consumer got %v, expected %v (/R: redelivered)", seen, expected)
@@ -167,18 +167,8 @@ func (s *S) expectRest(want []string, returned map[string]bool, ordered bool) {
 	s.ack(s.expect(deliveries, "end", false), false)
 }
 
-// unreturned lists the bodies of deliveries that are not in `returned`, in delivery order.
-func unreturned(ds []amqp.Delivery, returned map[string]bool) []string {
-	var out []string
-	for _, d := range ds {
-		if !returned[string(d.Body)] {
-			out = append(out, string(d.Body))
-		}
-	}
-	return out
-}
-
-func unreturnedBodies(bodies []string, returned map[string]bool) []string {
+// unreturned keeps the bodies that are not in `returned`, in their order.
+func unreturned(bodies []string, returned map[string]bool) []string {
 	var out []string
 	for _, b := range bodies {
 		if !returned[b] {
