@@ -4,12 +4,16 @@ A real `cloud` per test (the durability test restarts it on the same store) and 
 asynchronous connection, so publishes are pipelined: the client never waits for a confirm
 before the next publish.
 """
+import os
 import signal
+import socket
 import time
 import unittest
 import uuid
 
 import pika
+import pika.frame
+import pika.spec
 
 import cloudtest
 
@@ -137,6 +141,95 @@ class Durability(unittest.TestCase):
         self.assertEqual(received & acked_bodies, set(), "acked messages came back")
         missing = confirmed - acked_bodies - received
         self.assertEqual(missing, set(), f"{len(missing)} confirmed messages were lost")
+
+
+def raw_channel(port):
+    """A connection with channel 1 open, as a plain socket speaking pika's frame codec: the
+    test decides what is sent and sees how much of it the adaptor takes."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(b"AMQP\x00\x00\x09\x01")
+    buffered = b""
+
+    def expect(method_class):
+        nonlocal buffered
+        while True:
+            used, frame = pika.frame.decode_frame(buffered)
+            if frame is not None:
+                buffered = buffered[used:]
+                if isinstance(frame, pika.frame.Method) and isinstance(frame.method, method_class):
+                    return frame.method
+                continue
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise AssertionError(f"the adaptor closed the connection before {method_class.NAME}")
+            buffered += chunk
+
+    expect(pika.spec.Connection.Start)
+    sock.sendall(pika.frame.Method(0, pika.spec.Connection.StartOk(
+        client_properties={}, mechanism="PLAIN", response="\0guest\0guest", locale="en_US")).marshal())
+    tune = expect(pika.spec.Connection.Tune)
+    sock.sendall(pika.frame.Method(0, pika.spec.Connection.TuneOk(
+        channel_max=tune.channel_max, frame_max=tune.frame_max, heartbeat=0)).marshal())
+    sock.sendall(pika.frame.Method(0, pika.spec.Connection.Open(virtual_host="/")).marshal())
+    expect(pika.spec.Connection.OpenOk)
+    sock.sendall(pika.frame.Method(1, pika.spec.Channel.Open()).marshal())
+    expect(pika.spec.Channel.OpenOk)
+    return sock
+
+
+class FlowControl(unittest.TestCase):
+    """RabbitMQ's flow control: while the bus does not answer, a publisher is held back (the
+    adaptor stops reading its socket) instead of its publishes piling up in the adaptor."""
+
+    def setUp(self):
+        self.cloud = self.enterContext(cloudtest.Cloud())
+
+    def test_a_publisher_is_held_back_while_the_bus_does_not_answer(self):
+        q = f"flow-{uuid.uuid4().hex[:10]}"
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            conn.channel().queue_declare(q, durable=True)
+        bus = self.cloud.nats_children()
+        self.assertTrue(bus, "no embedded nats-server found for this cloud")
+        sock = raw_channel(self.cloud.amqp_port)
+        body = b"x" * 100
+        publish = (pika.frame.Method(1, pika.spec.Basic.Publish(exchange="", routing_key=q)).marshal()
+                   + pika.frame.Header(1, len(body), pika.spec.BasicProperties(delivery_mode=2)).marshal()
+                   + pika.frame.Body(1, body).marshal())
+        burst = publish * 1000
+        limit = 200 * 1024 * 1024  # what an adaptor without flow control would swallow in seconds
+        taken = 0
+        for pid in bus:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            # Publish as fast as the socket takes it, for at most 6 s (well inside the bus
+            # client's 10 s publish timeout), until nothing more is taken for 1.5 s.
+            sock.settimeout(1.5)
+            view, offset = memoryview(burst), 0
+            deadline = time.monotonic() + 6
+            while taken < limit and time.monotonic() < deadline:
+                try:
+                    sent = sock.send(view[offset:])
+                except socket.timeout:
+                    break
+                taken += sent
+                offset = (offset + sent) % len(burst)
+        finally:
+            for pid in bus:
+                os.kill(pid, signal.SIGCONT)
+        # 8 MiB of publishes waiting for the bus (at ~360 bytes each, publish_cap), plus what
+        # the kernel buffers on both sides of the two sockets.
+        self.assertLess(taken, 48 * 1024 * 1024,
+                        f"the adaptor took {taken} octets of publishes while the bus was stopped")
+        self.assertGreater(taken, 1024 * 1024, "the adaptor took almost nothing: was it reading at all?")
+
+        # The bus is back: what was held goes on, and the adaptor serves new work as before.
+        sock.settimeout(None)
+        sock.close()
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            ch = conn.channel()
+            ch.confirm_delivery()
+            ch.basic_publish("", q, b"after", pika.BasicProperties(delivery_mode=2))
+            self.assertGreater(ch.queue_declare(q, passive=True).method.message_count, 0)
 
 
 if __name__ == "__main__":

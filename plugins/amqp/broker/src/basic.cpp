@@ -3,6 +3,7 @@
 #include "basic.hpp"
 
 #include <random>
+#include <utility>
 
 #include "amqp/routing/subject.hpp"
 #include "amqp/routing/topology.hpp"
@@ -363,6 +364,8 @@ void basic_class::closed() {
   s.consumers.clear();
   for (auto& [tag, c] : consumers) drop_consumer(s, *c, true);
   s.after_publishes.clear();
+  // Answers still to come find the channel closed: release their cost now.
+  s.ctx.port().publish_answered(std::exchange(s.publish_cost_in_flight, 0));
 }
 
 void basic_class::queue_deleted(const std::string& queue) {

@@ -13,6 +13,8 @@ namespace amqp::broker {
 namespace {
 
 constexpr auto during = wire::basic_publish::key;
+// What a publish waiting for the bus holds besides its content (bookkeeping, callbacks).
+constexpr std::size_t publish_overhead = 256;
 
 std::optional<routing::exchange_def> exchange_in_mirror(channel_context& ctx, const std::string& name) {
   return ctx.state().read_topology([&](const routing::topology& t) -> std::optional<routing::exchange_def> {
@@ -66,9 +68,13 @@ void return_unroutable(channel_context& ctx, const wire::basic_publish& m,
 }
 
 // The bus answered one publish of this channel.
-void publish_done(basic_state& s, std::uint64_t seq, const bus::bus_status& stored,
+void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus::bus_status& stored,
                   const std::string& subject) {
   if (s.publishes_in_flight > 0) --s.publishes_in_flight;
+  if (!s.closed) {  // else closed() released it already
+    s.publish_cost_in_flight -= cost;
+    s.ctx.port().publish_answered(cost);
+  }
   if (s.publishes_in_flight == 0 && !s.after_publishes.empty()) {
     auto waiting = std::move(s.after_publishes);
     s.after_publishes.clear();
@@ -128,13 +134,16 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
       chan.finish();
       return;
     }
+    const std::size_t cost = property_octets.size() + body.size() + publish_overhead;
     ++s.publishes_in_flight;
+    s.publish_cost_in_flight += cost;
+    chan.port().publish_handed(cost);
     chan.state().bus().publish(
         *subject, bus::base64_encode(property_octets), std::move(body), chan.executor(),
-        [this, weak = chan.weak_from_this(), seq, subj = *subject](bus::bus_status stored) {
+        [this, weak = chan.weak_from_this(), seq, cost, subj = *subject](bus::bus_status stored) {
           auto alive = weak.lock();
           if (!alive) return;  // the channel and this object are gone: nobody to tell
-          publish_done(*state_, seq, stored, subj);
+          publish_done(*state_, seq, cost, stored, subj);
         });
     chan.finish();  // pipelined: the next method does not wait for the bus
   };

@@ -109,7 +109,7 @@ awaitable<void> session::read_loop() {
   for (;;) {
     handle_buffered();
     if (phase_ == phase::ended || socket_closed_) co_return;
-    if (backlogged()) {
+    if (reading_paused()) {
       co_await wait_for_drain();
       continue;
     }
@@ -147,8 +147,9 @@ awaitable<bool> session::read_more() {
 }
 
 awaitable<void> session::wait_for_drain() {
-  // Back-pressure: the client is not reading what we send, so we stop reading what it sends
-  // (and stop handing the broker more work) until the writer has caught up.
+  // Back-pressure: the client is not reading what we send, or the bus is not keeping up with
+  // what it publishes, so we stop reading what it sends (and stop handing the broker more
+  // work) until the writer has caught up and the bus has answered enough.
   reader_waiting_ = true;
   reader_wake_.expires_at(clock::time_point::max());
   error_code ec;
@@ -157,7 +158,7 @@ awaitable<void> session::wait_for_drain() {
 }
 
 void session::handle_buffered() {
-  while (phase_ != phase::ended && !socket_closed_ && !backlogged()) {
+  while (phase_ != phase::ended && !socket_closed_ && !reading_paused()) {
     if (discarding_) {
       in_start_ = in_end_;
       return;
@@ -707,10 +708,15 @@ void session::when_drained(std::function<void()> resume) {
   on_drained_.push_back(std::move(resume));
 }
 
+void session::publish_answered(std::size_t cost) {
+  publishing_ -= std::min(cost, publishing_);
+  if (reader_waiting_ && !backlogged() && publishing_ <= options_.publish_cap / 2) wake(reader_wake_);
+}
+
 // The writer caught up: the reader (stopped by back-pressure) and anything that waited in
 // when_drained go on. Callbacks are posted, not called: they may enqueue more output.
 void session::resume_producers() {
-  if (reader_waiting_) wake(reader_wake_);
+  if (reader_waiting_ && publishing_ <= options_.publish_cap / 2) wake(reader_wake_);
   for (auto& resume : on_drained_) net::post(strand_, std::move(resume));
   on_drained_.clear();
 }

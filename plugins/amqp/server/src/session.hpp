@@ -27,6 +27,9 @@ struct session_options {
   // Encoded frames waiting for the socket above which the reader stops reading (and so
   // stops feeding the broker) until the writer has drained to half of it.
   std::size_t outbound_cap = 4 * 1024 * 1024;
+  // Publishes handed to the bus and not yet answered (content plus a per-message overhead)
+  // above which the reader also stops, until they fall to half of it (connection_port).
+  std::size_t publish_cap = 8 * 1024 * 1024;
   // How long a closing connection waits for close-ok, and a finished one for its last write.
   std::chrono::milliseconds close_timeout{2000};
 };
@@ -55,7 +58,11 @@ class session final : public broker::connection_port, public std::enable_shared_
                      wire::method_key offending) override;
   void close_connection(wire::reply_code code, std::string text, wire::method_key offending) override;
   bool backlogged() const override { return queued_bytes_ > options_.outbound_cap; }
+  // The reader stops: output is backlogged, or the bus is behind this connection's publishes.
+  bool reading_paused() const { return backlogged() || publishing_ > options_.publish_cap; }
   void when_drained(std::function<void()> resume) override;
+  void publish_handed(std::size_t cost) override { publishing_ += cost; }
+  void publish_answered(std::size_t cost) override;
 
  private:
   enum class phase {
@@ -155,6 +162,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   std::deque<std::string> out_;
   std::vector<std::function<void()>> on_drained_;  // when_drained callers waiting for the writer
   std::size_t queued_bytes_ = 0;
+  std::size_t publishing_ = 0;  // cost of this connection's publishes the bus has not answered
   bool reader_waiting_ = false;
 
   std::map<std::uint16_t, channel_slot> channels_;

@@ -69,6 +69,12 @@ class connection_port {
   // `resume` runs on executor() once the queued output drained to half the cap (or at once
   // when not backlogged); never when the connection ended first.
   virtual void when_drained(std::function<void()> resume) = 0;
+  // Inbound back-pressure (RabbitMQ's flow control): `cost` of a publish handed to the bus,
+  // then the same cost once the bus answered it (or its channel closed). Over the
+  // connection's cap the session stops reading, so a publisher faster than the bus is slowed
+  // down instead of buffered without bound.
+  virtual void publish_handed(std::size_t cost) = 0;
+  virtual void publish_answered(std::size_t cost) = 0;
   // Channel exception: the session sends channel.close, calls channel::closed(), and ignores
   // the channel's frames until close-ok.
   virtual void close_channel(std::uint16_t channel, wire::reply_code code, std::string text,
