@@ -63,8 +63,8 @@
 //   exclusive queues (HIP-1326 §6) it is not a guarantee across replicas.
 // - An unknown tag on nack/reject reports nack/reject, not basic.ack (the reference's bug).
 // - basic.get waits for this channel's publishes still on their way to the bus before it
-//   pulls, so publish-then-get on one channel sees the message, as on RabbitMQ; the pull
-//   itself is bounded (get_wait) and answers get-empty when nothing arrives.
+//   pulls, so publish-then-get on one channel sees the message, as on RabbitMQ; the pull is a
+//   no_wait request, so an empty queue is answered get-empty at once (the reference waits 1 s).
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -79,7 +79,8 @@
 
 namespace amqp::broker {
 
-// How long basic.get waits on the bus for a message before answering get-empty.
+// The most a basic.get spends on the bus (skipping another binding's messages, or an answer
+// that never comes because the request met a consumer being replaced) before get-empty.
 inline constexpr std::chrono::milliseconds get_wait{300};
 
 class get_request;  // basic.cpp: one basic.get in progress
