@@ -23,6 +23,14 @@ def params(cloud):
                                      blocked_connection_timeout=60)
 
 
+def durable_queue(cloud, prefix):
+    """Declares a durable queue of a fresh name (one connection, closed again); returns the name."""
+    queue = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    with pika.BlockingConnection(params(cloud)) as conn:
+        conn.channel().queue_declare(queue, durable=True)
+    return queue
+
+
 def publish_with_confirms(cloud, queue, count, timeout=120.0):
     """Publishes `count` persistent messages "0".."count-1" to the default exchange without
     waiting in between; returns (acked sequence numbers, nacked ones, protocol errors)."""
@@ -76,9 +84,7 @@ class Confirms(unittest.TestCase):
         self.cloud = self.enterContext(cloudtest.Cloud())
 
     def test_confirms_for_ten_thousand_pipelined_publishes_all_arrive(self):
-        q = f"q-{uuid.uuid4().hex[:10]}"
-        with pika.BlockingConnection(params(self.cloud)) as conn:
-            conn.channel().queue_declare(q, durable=True)
+        q = durable_queue(self.cloud, "q")
         acked, nacked, errors = publish_with_confirms(self.cloud, q, 10_000)
         self.assertEqual(errors, [])
         self.assertEqual(nacked, set())
@@ -93,10 +99,8 @@ class Durability(unittest.TestCase):
         self.cloud = self.enterContext(cloudtest.Cloud())
 
     def test_nothing_confirmed_is_lost_and_nothing_acked_returns_across_a_sigkill(self):
-        q = f"durable-{uuid.uuid4().hex[:10]}"
+        q = durable_queue(self.cloud, "durable")
         total = 10_000
-        with pika.BlockingConnection(params(self.cloud)) as conn:
-            conn.channel().queue_declare(q, durable=True)
         acked_seqs, nacked, errors = publish_with_confirms(self.cloud, q, total)
         self.assertEqual(errors, [])
         self.assertEqual(nacked, set())
@@ -185,9 +189,7 @@ class FlowControl(unittest.TestCase):
         self.cloud = self.enterContext(cloudtest.Cloud())
 
     def test_a_publisher_is_held_back_while_the_bus_does_not_answer(self):
-        q = f"flow-{uuid.uuid4().hex[:10]}"
-        with pika.BlockingConnection(params(self.cloud)) as conn:
-            conn.channel().queue_declare(q, durable=True)
+        q = durable_queue(self.cloud, "flow")
         bus = self.cloud.nats_children()
         self.assertTrue(bus, "no embedded nats-server found for this cloud")
         sock = raw_channel(self.cloud.amqp_port)
