@@ -27,13 +27,14 @@ listener::bind_result listener::bind(net::io_context& io, const std::string& hos
 }
 
 listener::listener(net::io_context& io, tcp::acceptor acceptor)
-    : io_(io), strand_(net::make_strand(io)), acceptor_(std::move(acceptor)) {
+    : strand_(net::make_strand(io)), acceptor_(std::move(acceptor)) {
   error_code ec;
   endpoint_ = acceptor_.local_endpoint(ec);
 }
 
-void listener::start(accept_fn on_accept, log_fn log) {
-  net::co_spawn(strand_, accept_loop(std::move(on_accept), log), [log](std::exception_ptr e) {
+void listener::start(executor_fn session_executor, accept_fn on_accept, log_fn log) {
+  auto loop = accept_loop(std::move(session_executor), std::move(on_accept), log);
+  net::co_spawn(strand_, std::move(loop), [log](std::exception_ptr e) {
     if (!e) return;
     try {
       std::rethrow_exception(e);
@@ -43,13 +44,12 @@ void listener::start(accept_fn on_accept, log_fn log) {
   });
 }
 
-awaitable<void> listener::accept_loop(accept_fn on_accept, log_fn log) {
+awaitable<void> listener::accept_loop(executor_fn session_executor, accept_fn on_accept, log_fn log) {
   net::steady_timer pause(strand_);
   for (;;) {
     error_code ec;
-    // The socket is born on its own strand, so its session never shares one with another.
-    net::any_io_executor session_strand = net::make_strand(io_);
-    tcp::socket socket = co_await acceptor_.async_accept(session_strand, with_ec(ec));
+    // The socket is born on its session's executor, so the session never shares one.
+    tcp::socket socket = co_await acceptor_.async_accept(session_executor(), with_ec(ec));
     if (ec == net::error::operation_aborted || !acceptor_.is_open()) co_return;
     if (ec) {
       // Out of descriptors or memory: say so, and do not spin on the failure.

@@ -109,8 +109,8 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     settings.log_warning = [&host](std::string_view m) { host.log(log_level::warning, m); };
 
     log_fn log = [&host](log_level level, std::string_view m) { host.log(level, m); };
-    server_ = std::make_unique<server>(log);
-    server_->run_threads(io_threads);
+    server_ = std::make_unique<server>(log, io_threads);
+    server_->run_threads();
     try {
       broker_ = broker::make_broker(server_->io(), bus_, settings);
     } catch (const std::exception& e) {

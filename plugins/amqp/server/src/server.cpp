@@ -4,7 +4,13 @@
 
 namespace amqp::server {
 
-server::server(log_fn log) : log_(std::move(log)), work_(std::in_place, io_.get_executor()) {}
+server::server(log_fn log, int loops) : log_(std::move(log)) {
+  for (int i = 0; i < std::max(loops, 1); ++i) {
+    // Concurrency hint 1: the loop has one thread, so Asio need not wake another for its work.
+    loops_.push_back(std::make_unique<net::io_context>(1));
+    work_.emplace_back(loops_.back()->get_executor());
+  }
+}
 
 server::~server() {
   const auto soon = clock::now() + std::chrono::seconds(2);
@@ -12,14 +18,14 @@ server::~server() {
   stop_threads(soon);
 }
 
-void server::run_threads(int count) {
-  for (int i = 0; i < count; ++i) threads_.emplace_back([this] { run_one(); });
+void server::run_threads() {
+  for (auto& loop : loops_) threads_.emplace_back([this, &loop = *loop] { run_one(loop); });
 }
 
-void server::run_one() {
+void server::run_one(net::io_context& loop) {
   for (;;) {
     try {
-      io_.run();
+      loop.run();
       break;
     } catch (const std::exception& e) {
       // Every coroutine has a completion handler that catches; this is a plain handler's bug.
@@ -33,14 +39,17 @@ void server::run_one() {
 
 std::optional<std::string> server::listen(const std::string& host, std::uint16_t port,
                                           std::shared_ptr<broker::broker> broker, session_options options) {
-  auto bound = listener::bind(io_, host, port);
+  auto bound = listener::bind(io(), host, port);
   if (auto* refusal = std::get_if<std::string>(&bound)) return *refusal;
   broker_ = std::move(broker);
   options_ = std::move(options);
   listener_ = std::move(std::get<std::unique_ptr<listener>>(bound));
-  listener_->start([this](tcp::socket socket) { accept(std::move(socket)); }, log_);
+  listener_->start([this] { return net::any_io_executor(next_loop().get_executor()); },
+                   [this](tcp::socket socket) { accept(std::move(socket)); }, log_);
   return std::nullopt;
 }
+
+net::io_context& server::next_loop() { return *loops_[next_loop_++ % loops_.size()]; }
 
 tcp::endpoint server::endpoint() const { return listener_ ? listener_->endpoint() : tcp::endpoint{}; }
 
@@ -73,12 +82,14 @@ void server::close_connections(clock::time_point deadline) {
 }
 
 void server::stop_threads(clock::time_point deadline) {
-  if (!work_) return;
-  work_.reset();
+  if (work_.empty()) return;
+  work_.clear();
   {
     std::unique_lock lock(threads_mutex_);
     const auto all = static_cast<int>(threads_.size());
-    if (!threads_done_.wait_until(lock, deadline, [&] { return finished_threads_ == all; })) io_.stop();
+    if (!threads_done_.wait_until(lock, deadline, [&] { return finished_threads_ == all; })) {
+      for (auto& loop : loops_) loop->stop();
+    }
   }
   for (auto& t : threads_) t.join();
   threads_.clear();

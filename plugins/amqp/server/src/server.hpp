@@ -1,7 +1,12 @@
 #pragma once
-// The amqp server: one io_context on a small thread pool, the listener, and the live
-// sessions. Shutdown is ordered and bounded: stop accepting, close every connection with
-// 320 CONNECTION_FORCED, wait briefly for close-ok, drop what remains, stop the threads.
+// The amqp server: one io_context per io thread (a loop), the listener, and the live sessions.
+// Connections are dealt to the loops in turn and live on theirs from accept to close, so a
+// connection's frames, channels and bus completions never hop threads, and its loop's single
+// thread serialises them without a strand. (One context shared by two threads woke the idle
+// one for every post, to find the connection's strand busy: 10–25% more CPU per consumed
+// message, bench/BENCHMARKS.md.) Shutdown is ordered and bounded: stop accepting, close every
+// connection with 320 CONNECTION_FORCED, wait briefly for close-ok, drop what remains, stop
+// the threads.
 #include "net.hpp"
 
 #include <atomic>
@@ -23,14 +28,16 @@ namespace amqp::server {
 
 class server {
  public:
-  explicit server(log_fn log);
+  // `loops` io_contexts, each to be run by one thread (run_threads).
+  server(log_fn log, int loops);
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;
 
-  net::io_context& io() { return io_; }
-  // Runs the io_context on `count` threads until stop_threads().
-  void run_threads(int count);
+  // The first loop: the listener's, and the broker's own work.
+  net::io_context& io() { return *loops_.front(); }
+  // Runs each loop on a thread of its own until stop_threads().
+  void run_threads();
   // Binds host:port and starts accepting; nullopt on success, else the sentence.
   std::optional<std::string> listen(const std::string& host, std::uint16_t port,
                                     std::shared_ptr<broker::broker> broker, session_options options);
@@ -39,16 +46,19 @@ class server {
 
   // Stops accepting and ends every connection by `deadline` (channels are closed either way).
   void close_connections(clock::time_point deadline);
-  // Lets queued work finish until `deadline`, then stops the io_context and joins. Idempotent.
+  // Lets queued work finish until `deadline`, then stops the loops and joins. Idempotent.
   void stop_threads(clock::time_point deadline);
 
  private:
   void accept(tcp::socket socket);
-  void run_one();
+  void run_one(net::io_context& loop);
+  net::io_context& next_loop();
 
+  using work_guard = net::executor_work_guard<net::io_context::executor_type>;
   log_fn log_;
-  net::io_context io_;
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+  std::vector<std::unique_ptr<net::io_context>> loops_;
+  std::vector<work_guard> work_;
+  std::atomic<std::size_t> next_loop_{0};
   std::vector<std::thread> threads_;
   std::mutex threads_mutex_;
   std::condition_variable threads_done_;

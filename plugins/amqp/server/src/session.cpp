@@ -43,7 +43,7 @@ constexpr std::size_t max_write_batch = 64;  // frames gathered into one write
 
 session::session(tcp::socket socket, std::uint64_t id, std::shared_ptr<broker::broker> broker,
                  const session_options& options, log_fn log, std::shared_ptr<session_registry> registry)
-    : strand_(socket.get_executor()),
+    : executor_(socket.get_executor()),
       socket_(std::move(socket)),
       id_(id),
       broker_(std::move(broker)),
@@ -53,9 +53,9 @@ session::session(tcp::socket socket, std::uint64_t id, std::shared_ptr<broker::b
       channel_max_(settings_.channel_max),
       frame_max_(settings_.frame_max),
       in_(initial_read_buffer),
-      writer_wake_(strand_),
-      reader_wake_(strand_),
-      watchdog_timer_(strand_) {
+      writer_wake_(executor_),
+      reader_wake_(executor_),
+      watchdog_timer_(executor_) {
   error_code ec;
   auto peer = socket_.remote_endpoint(ec);
   peer_ = ec ? std::string("unknown peer") : peer.address().to_string() + ":" + std::to_string(peer.port());
@@ -74,7 +74,7 @@ void session::start() {
 }
 
 void session::spawn(awaitable<void> coroutine, const char* what) {
-  net::co_spawn(strand_, std::move(coroutine), [log = log_, who = who(), what](std::exception_ptr e) {
+  net::co_spawn(executor_, std::move(coroutine), [log = log_, who = who(), what](std::exception_ptr e) {
     if (!e) return;
     try {
       std::rethrow_exception(e);
@@ -702,7 +702,7 @@ awaitable<void> session::writer([[maybe_unused]] std::shared_ptr<session> self) 
 void session::when_drained(std::function<void()> resume) {
   if (socket_closed_) return;
   if (!backlogged()) {
-    net::post(strand_, std::move(resume));
+    net::post(executor_, std::move(resume));
     return;
   }
   on_drained_.push_back(std::move(resume));
@@ -717,7 +717,7 @@ void session::publish_answered(std::size_t cost) {
 // when_drained go on. Callbacks are posted, not called: they may enqueue more output.
 void session::resume_producers() {
   if (reader_waiting_ && publishing_ <= options_.publish_cap / 2) wake(reader_wake_);
-  for (auto& resume : on_drained_) net::post(strand_, std::move(resume));
+  for (auto& resume : on_drained_) net::post(executor_, std::move(resume));
   on_drained_.clear();
 }
 

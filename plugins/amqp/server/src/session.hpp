@@ -1,7 +1,7 @@
 #pragma once
 // One AMQP connection: the handshake, heartbeats, channel bookkeeping and content assembly.
-// Everything a session does runs on its strand: a reader, a writer and a watchdog coroutine
-// share the state below without locks. What channel methods mean is the broker's
+// Everything a session does runs on its executor, which is one thread's (server.hpp: a loop):
+// a reader, a writer and a watchdog coroutine share the state below without locks. What channel methods mean is the broker's
 // (broker::channel); the session only decides which channel a frame belongs to.
 #include "net.hpp"
 
@@ -42,18 +42,18 @@ class session final : public broker::connection_port, public std::enable_shared_
   session(const session&) = delete;
   session& operator=(const session&) = delete;
 
-  // Spawns the reader, writer and watchdog on the session's strand.
+  // Spawns the reader, writer and watchdog on the session's executor.
   void start();
-  // Server shutdown, on the strand: connection.close 320, then the usual close-ok wait.
+  // Server shutdown, on the executor: connection.close 320, then the usual close-ok wait.
   void close_for_shutdown();
-  // Last resort, on the strand: the socket goes now (channels still get closed()).
+  // Last resort, on the executor: the socket goes now (channels still get closed()).
   void abort();
 
   // broker::connection_port
   void send(std::string frames) override;
   std::uint32_t frame_max() const override { return frame_max_; }
   std::uint64_t connection_id() const override { return id_; }
-  net::any_io_executor executor() override { return strand_; }
+  net::any_io_executor executor() override { return executor_; }
   void close_channel(std::uint16_t channel, wire::reply_code code, std::string text,
                      wire::method_key offending) override;
   void close_connection(wire::reply_code code, std::string text, wire::method_key offending) override;
@@ -132,7 +132,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   void warn(const std::string& message);
   std::string who() const;
 
-  net::any_io_executor strand_;
+  net::any_io_executor executor_;
   tcp::socket socket_;
   const std::uint64_t id_;
   std::shared_ptr<broker::broker> broker_;

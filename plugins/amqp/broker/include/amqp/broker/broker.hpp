@@ -62,6 +62,7 @@ class connection_port {
   virtual void send(std::string frames) = 0;
   virtual std::uint32_t frame_max() const = 0;      // negotiated
   virtual std::uint64_t connection_id() const = 0;  // unique in this process (exclusive owners)
+  // Serial (one thread's): the channels' work and their bus completions run here, in order.
   virtual boost::asio::any_io_executor executor() = 0;
   // Output back-pressure: more is queued for the socket than the connection's cap. A consumer
   // nothing else bounds (no-ack) stops pulling while this holds.
