@@ -293,6 +293,32 @@ std::uint64_t broker::take_unseen_deliveries(const std::string& queue, std::uint
   return count;
 }
 
+void broker::draining_opened(const std::string& queue) {
+  std::lock_guard lock(draining_mutex_);
+  ++draining_[queue].open;
+}
+
+void broker::draining_closed(const std::string& queue) {
+  std::vector<std::pair<boost::asio::any_io_executor, std::function<void()>>> waiting;
+  {
+    std::lock_guard lock(draining_mutex_);
+    auto it = draining_.find(queue);
+    if (it == draining_.end() || --it->second.open > 0) return;
+    waiting = std::move(it->second.waiting);
+    draining_.erase(it);
+  }
+  for (auto& [ex, resume] : waiting) boost::asio::post(ex, std::move(resume));
+}
+
+bool broker::wait_until_drained(const std::string& queue, const boost::asio::any_io_executor& ex,
+                                std::function<void()> resume) {
+  std::lock_guard lock(draining_mutex_);
+  auto it = draining_.find(queue);
+  if (it == draining_.end()) return false;
+  it->second.waiting.emplace_back(ex, std::move(resume));
+  return true;
+}
+
 std::uint32_t broker::consumer_count(const std::string& queue) const {
   std::lock_guard lock(owners_mutex_);
   auto it = consumers_.find(queue);

@@ -3,8 +3,8 @@
 // channel_flow.cpp, refusals.cpp and the basic/confirm engineer's basic*.cpp) builds on.
 //
 // Threads, in one paragraph: every channel_context call is made on its connection's executor
-// (a strand; connection_port::executor()). `broker` is shared by every connection of the
-// process: its public members are safe to call from any connection strand. Blocking bus calls
+// (connection_port::executor(): serial, one thread's). `broker` is shared by every connection
+// of the process: its public members are safe to call from any connection's executor. Blocking bus calls
 // never run on an io thread: run_on_bus() moves them to the bus client's worker pool and
 // brings the result back to the connection's executor.
 #include <utility>  // before Asio: see platform-notes (Boost 1.74 awaitable.hpp with g++ 12)
@@ -105,6 +105,18 @@ class broker : public std::enable_shared_from_this<broker> {
   // How many unseen deliveries `stream_seq` of `queue` had; forgets them.
   std::uint64_t take_unseen_deliveries(const std::string& queue, std::uint64_t stream_seq);
 
+  // ---- pull requests that outlived their consumer (pull_source::detach)
+  //      The server hands a queue's next messages to its oldest open request, so a new pull on
+  //      the queue would overtake what such a request still brings, and what it brought goes
+  //      back behind what the new pull got (seen: [m8 m9 m10 m6 m7]). A queue's new consumers
+  //      therefore wait until every such request ended and its messages went back: at most the
+  //      pull expiry after the cancel. Per process, like the consumers they wait for.
+  void draining_opened(const std::string& queue);
+  void draining_closed(const std::string& queue);
+  // False when `queue` has no such request; otherwise `resume` is posted to `ex` once it has none.
+  bool wait_until_drained(const std::string& queue, const boost::asio::any_io_executor& ex,
+                          std::function<void()> resume);
+
   // ---- deleting a queue (queue.delete, exclusive owner gone, auto-delete, a watch delete)
   // The local half, immediate: mirror entry, exclusive claim and live consumers (each channel
   // that had one gets basic_class::queue_deleted on its own executor).
@@ -189,6 +201,13 @@ class broker : public std::enable_shared_from_this<broker> {
 
   std::mutex unseen_mutex_;
   std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> unseen_;  // (queue, seq) → count
+
+  struct draining_queue {
+    std::size_t open = 0;
+    std::vector<std::pair<boost::asio::any_io_executor, std::function<void()>>> waiting;
+  };
+  std::mutex draining_mutex_;
+  std::map<std::string, draining_queue> draining_;
 };
 using broker_state = broker;
 

@@ -27,9 +27,18 @@ void pull_source::request(std::uint32_t batch, std::chrono::milliseconds expires
   puller_->request(batch, expires);
 }
 
+pull_source::~pull_source() { end_draining(); }
+
 void pull_source::detach() {
   sink_ = nullptr;
-  if (asked_ == 0) stop_puller();
+  if (asked_ == 0) {
+    stop_puller();
+    return;
+  }
+  // The request stays open on the server: the queue's next pulls wait for it (broker).
+  draining_ = true;
+  broker_->draining_opened(queue_);
+  give_back_at(request_ends_ + pull_expiry_margin);
 }
 
 void pull_source::release() {
@@ -79,13 +88,17 @@ void pull_source::hold(const bus::delivery& d) {
 void pull_source::request_ended() {
   if (released_) give_back_held();
   stop_puller();
+  if (held_.empty()) end_draining();
 }
 
 void pull_source::give_back_at(std::chrono::steady_clock::time_point when) {
   give_back_timer_.expires_at(when);  // replaces an earlier wait
   // The handler owns the source: the held messages must go back even after the puller stopped.
+  // At that time the request is over whether or not its end was reported.
   give_back_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (!ec) self->give_back_held();
+    if (ec) return;
+    self->give_back_held();
+    self->end_draining();
   });
 }
 
@@ -94,6 +107,15 @@ void pull_source::give_back_held() {
   give_back_timer_.cancel();
   for (const auto& reply : held_) broker_->bus().nak(reply);
   held_.clear();
+  if (asked_ == 0) end_draining();
+}
+
+// Before the queue's waiting pulls go: the naks above are already on their way to the bus,
+// which sends a pull on this queue only once they are applied (bus client, "requeue before pull").
+void pull_source::end_draining() {
+  if (!draining_) return;
+  draining_ = false;
+  broker_->draining_closed(queue_);
 }
 
 // ---- consumer ---------------------------------------------------------------------------
@@ -134,8 +156,9 @@ std::uint32_t consumer::credit() const {
 }
 
 void consumer::pump() {
-  if (!channel_ || !source_ || !source_->idle() || retry_armed_ || drain_armed_) return;
+  if (!channel_ || !source_ || !source_->idle() || retry_armed_ || drain_armed_ || queue_wait_armed_) return;
   if (options_.no_ack && wait_for_socket()) return;
+  if (wait_for_queue()) return;
   const std::uint32_t n = credit();
   if (n == 0) return;
 
@@ -184,6 +207,20 @@ void consumer::on_request_end(const bus::pull_event* why, std::uint32_t unfilled
     return;
   }
   pump_consumers(*channel_);
+}
+
+// A cancelled consumer's request on this queue is still open on the server: pull after it is
+// over, or this pull overtakes what it brings (broker::draining_opened).
+bool consumer::wait_for_queue() {
+  auto resume = [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self) return;
+    self->queue_wait_armed_ = false;
+    self->pump();
+  };
+  if (!broker_->wait_until_drained(options_.queue, channel_->ctx.executor(), std::move(resume))) return false;
+  queue_wait_armed_ = true;
+  return true;
 }
 
 // No credit bounds a no-ack consumer: what bounds it is the client's socket. While the

@@ -49,6 +49,9 @@ class pull_source : public std::enable_shared_from_this<pull_source> {
 
   static std::shared_ptr<pull_source> open(std::shared_ptr<broker> b, const std::string& queue,
                                            const boost::asio::any_io_executor& ex, sink* s);
+  ~pull_source();
+  pull_source(const pull_source&) = delete;
+  pull_source& operator=(const pull_source&) = delete;
   bool idle() const { return asked_ == 0; }
   // One request at a time (the bus does not say which request a status belongs to).
   void request(std::uint32_t batch, std::chrono::milliseconds expires);
@@ -77,6 +80,7 @@ class pull_source : public std::enable_shared_from_this<pull_source> {
   void request_ended();
   void give_back_at(std::chrono::steady_clock::time_point when);
   void give_back_held();
+  void end_draining();
   void stop_puller();
 
   std::shared_ptr<broker> broker_;
@@ -89,6 +93,7 @@ class pull_source : public std::enable_shared_from_this<pull_source> {
   // to the same still-open request, so they go back together once that request has ended.
   std::vector<std::string> held_;
   bool released_ = false;                      // release() was called
+  bool draining_ = false;  // detached with its request open: counted by the broker
   boost::asio::steady_timer give_back_timer_;  // in case release() or the request's end never come
 };
 
@@ -130,6 +135,7 @@ class consumer final : public pull_source::sink, public std::enable_shared_from_
   void give(std::uint32_t n);
   void retry_later();
   bool wait_for_socket();
+  bool wait_for_queue();
 
   basic_state* channel_;  // null once stopped
   options options_;
@@ -140,6 +146,7 @@ class consumer final : public pull_source::sink, public std::enable_shared_from_
   boost::asio::steady_timer retry_;
   bool retry_armed_ = false;
   bool drain_armed_ = false;  // a no-ack consumer waits for the connection's output to drain
+  bool queue_wait_armed_ = false;  // waits for a cancelled consumer's request on its queue
 };
 
 }  // namespace amqp::broker

@@ -60,7 +60,7 @@ void client_impl::publish(std::string subject, std::string amqp_props_b64, std::
     boost::asio::post(failed.ex, [done = std::move(failed.done), err = sent.error()] { done(err); });
     return;
   }
-  arm_publish_sweep();
+  arm_sweep();
 }
 
 std::size_t client_impl::publish_backlog() const {
@@ -113,28 +113,32 @@ void client_impl::send_waiting_locked() {
       in_flight_.erase(it);
     }
   }
-  arm_publish_sweep();
+  arm_sweep();
 }
 
 // With mutex_ held. A pub ack that never comes (bus gone, reconnecting) must still end in
-// exactly one `done`: a periodic sweep fails publishes older than publish_timeout.
-void client_impl::arm_publish_sweep() {
-  if (sweep_armed_ || in_flight_.empty() || !sweep_timer_) return;
+// exactly one `done`: a periodic sweep fails publishes older than publish_timeout. It also
+// lifts a requeue barrier whose NAKs went unanswered too long (inbox.cpp).
+void client_impl::arm_sweep() {
+  if (sweep_armed_ || (in_flight_.empty() && barriers_.empty()) || !sweep_timer_) return;
   sweep_armed_ = true;
   sweep_timer_->expires_after(sweep_period);
   std::weak_ptr<client> weak = weak_from_this();
   sweep_timer_->async_wait([weak](const boost::system::error_code& ec) {
     if (ec) return;
-    if (auto self = weak.lock()) static_cast<client_impl*>(self.get())->sweep_publishes();
+    if (auto self = weak.lock()) static_cast<client_impl*>(self.get())->sweep();
   });
 }
 
-void client_impl::sweep_publishes() {
+void client_impl::sweep() {
   std::vector<pending_publish> expired;
+  std::vector<deferred_pull> released;
   {
     std::lock_guard lock{mutex_};
     sweep_armed_ = false;
-    const auto cutoff = std::chrono::steady_clock::now() - options_.publish_timeout;
+    const auto now = std::chrono::steady_clock::now();
+    released = expire_barriers_locked(now);
+    const auto cutoff = now - options_.publish_timeout;
     for (auto it = in_flight_.begin(); it != in_flight_.end();) {
       if (it->second.sent_at > cutoff) {
         ++it;
@@ -144,8 +148,9 @@ void client_impl::sweep_publishes() {
       it = in_flight_.erase(it);
     }
     send_waiting_locked();
-    arm_publish_sweep();
+    arm_sweep();
   }
+  send_deferred(std::move(released));
   for (auto& p : expired) {
     auto err = failure("publish to " + p.subject, "the bus did not confirm within " +
                                                       std::to_string(options_.publish_timeout.count()) + " ms");

@@ -45,10 +45,13 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   void request(std::uint32_t batch, std::chrono::milliseconds expires) override;
   void stop() override;
   const std::string& queue() const override { return queue_; }
+  const std::string& inbox() const { return inbox_; }
+  bool stopped() const { return stopped_; }
 
   // Called on nats threads: post to the executor, nothing else.
   void post_delivery(delivery d);
   void post_event(pull_event e);
+  void report_unsent();  // the request it asked for could not be sent
 
  private:
   struct holder {  // the subscription's closure; freed by its on-complete callback
@@ -127,9 +130,9 @@ class client_impl final : public client {
   boost::asio::any_io_executor worker_executor() override { return workers_->get_executor(); }
   void close() override;
 
-  // Used by puller_impl.
-  bool send_pull(const std::string& queue, const std::string& reply_inbox, std::uint32_t batch,
-                 std::chrono::milliseconds expires);
+  // Used by puller_impl: sends the pull now, or once the queue's NAKs are answered (inbox.cpp).
+  // False when it cannot be sent at all.
+  bool send_pull(const std::shared_ptr<puller_impl>& p, std::uint32_t batch, std::chrono::milliseconds expires);
   void forget_puller(const puller_impl* p);
   void release_msg(msg_ptr msg) { released_.release(std::move(msg)); }
 
@@ -141,6 +144,17 @@ class client_impl final : public client {
     boost::asio::any_io_executor ex;
     std::function<void(bus_status)> done;
     std::chrono::steady_clock::time_point sent_at{};
+  };
+  // A queue's pulls held behind its unanswered NAKs (inbox.cpp, "requeue before pull").
+  struct deferred_pull {
+    std::weak_ptr<puller_impl> puller;
+    std::uint32_t batch = 0;
+    std::chrono::milliseconds expires{};
+  };
+  struct requeue_barrier {
+    std::size_t unanswered = 0;
+    std::chrono::steady_clock::time_point since{};
+    std::vector<deferred_pull> pulls;
   };
 
   // A blocking JetStream API request: `$JS.API.<api>` with a JSON body.
@@ -161,8 +175,12 @@ class client_impl final : public client {
   void complete_publish(std::uint64_t id, bus_status status);
   void send_waiting_locked();
   bus_status send_publish(std::uint64_t id, pending_publish& p);
-  void arm_publish_sweep();
-  void sweep_publishes();
+  bool publish_pull(const puller_impl& p, std::uint32_t batch, std::chrono::milliseconds expires);
+  void nak_answered(std::uint64_t id);
+  void send_deferred(std::vector<deferred_pull> pulls);
+  std::vector<deferred_pull> expire_barriers_locked(std::chrono::steady_clock::time_point now);
+  void arm_sweep();
+  void sweep();
   void fail_all_publishes(const std::string& why);
   void settle(const std::string& reply, const char* verb);
 
@@ -186,6 +204,8 @@ class client_impl final : public client {
   std::map<std::uint64_t, pending_publish> in_flight_;  // id order = send order
   std::deque<std::pair<std::uint64_t, pending_publish>> waiting_;
   std::vector<std::weak_ptr<topology_watch::state>> watches_;
+  std::unordered_map<std::uint64_t, std::string> naks_;        // unanswered NAK id → queue
+  std::unordered_map<std::string, requeue_barrier> barriers_;  // by queue, while it has any
   bool sweep_armed_ = false;
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
 

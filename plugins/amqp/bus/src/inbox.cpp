@@ -1,6 +1,7 @@
-// The client's reply subscription `<inbox>.>` for publish acks (`<inbox>.a.<publish id>`),
-// settlement of deliveries, and the parsing of `$JS.ACK` subjects. Its callback runs on a nats
-// thread and only looks up the publish and posts its completion.
+// The client's reply subscription `<inbox>.>` for publish acks (`<inbox>.a.<publish id>`) and
+// answered NAKs (`<inbox>.n.<nak id>`), settlement of deliveries, and the parsing of `$JS.ACK`
+// subjects. Its callback runs on a nats thread: it looks up what was answered and posts or
+// sends what that releases, nothing else.
 #include <boost/asio/post.hpp>
 #include <charconv>
 
@@ -27,6 +28,20 @@ bool to_u64(std::string_view s, std::uint64_t& out) {
   return ec == std::errc{} && p == s.data() + s.size();
 }
 
+// Where the fields of a `$JS.ACK` subject start (the delivered count), or 0 if it is not one.
+// v1: $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
+// v2: $JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>[.<token>]
+std::size_t ack_fields_at(const std::vector<std::string_view>& t) {
+  if (t.size() < 9 || t[0] != "$JS" || t[1] != "ACK") return 0;
+  if (t.size() == 9) return 4;
+  if (t.size() >= 11) return 6;
+  return 0;
+}
+
+// Longer than the server takes to answer a NAK even on a loaded machine; short enough that a
+// server that never answers delays a queue's next pull only briefly.
+constexpr std::chrono::milliseconds requeue_wait{2000};
+
 // A stored publish is acknowledged as `{"stream":"AMQP", "seq": N}`: recognised without a
 // JSON parse, which cost a tenth of the adaptor's CPU per published message. Anything else
 // (an error, an unexpected shape) takes the full parse.
@@ -41,16 +56,8 @@ bool plain_pub_ack(natsMsg* msg) {
 
 bool parse_ack_subject(std::string_view reply, delivery& out) {
   const auto t = tokens(reply);
-  if (t.size() < 9 || t[0] != "$JS" || t[1] != "ACK") return false;
-  // v1: $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
-  // v2: $JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>[.<token>]
-  std::size_t base = 0;
-  if (t.size() == 9)
-    base = 4;
-  else if (t.size() >= 11)
-    base = 6;
-  else
-    return false;
+  const std::size_t base = ack_fields_at(t);
+  if (base == 0) return false;
   std::uint64_t cseq = 0;
   std::uint64_t ts = 0;
   return to_u64(t[base], out.delivered) && to_u64(t[base + 1], out.stream_seq) &&
@@ -65,8 +72,75 @@ void client_impl::settle(const std::string& reply, const char* verb) {
 }
 
 void client_impl::ack(const std::string& reply) { settle(reply, "+ACK"); }
-void client_impl::nak(const std::string& reply) { settle(reply, "-NAK"); }
 void client_impl::term(const std::string& reply) { settle(reply, "+TERM"); }
+
+// ---- requeue before pull ------------------------------------------------------------------
+//
+// nats-server applies acknowledgements and pull requests from two separate queues, so a NAK
+// written before a pull may be applied after it, and the pull then hands out later messages
+// first: a message a client requeued, or one a cancelled consumer never delivered, comes back
+// after them, where RabbitMQ keeps it first (bus test "a pull right after a nak…": a later
+// message in every run without this). So a NAK asks for the server's answer, and its queue's
+// pulls wait until all its NAKs are answered, in the order they were asked for; requeue_wait at
+// the most, so a server that does not answer cannot stop a queue.
+
+void client_impl::nak(const std::string& reply) {
+  if (closed_ || reply.rfind("$JS.ACK.", 0) != 0) return;
+  const auto t = tokens(reply);
+  const std::size_t at = ack_fields_at(t);
+  if (at == 0 || inbox_.empty()) return settle(reply, "-NAK");  // nothing to hold a pull for
+  const std::uint64_t id = next_id_++;
+  {
+    std::lock_guard lock{mutex_};
+    const std::string queue{t[at - 1]};  // the consumer: the queue's name
+    naks_.emplace(id, queue);
+    auto& barrier = barriers_[queue];
+    if (barrier.unanswered++ == 0) barrier.since = std::chrono::steady_clock::now();
+    arm_sweep();
+  }
+  const std::string answer = inbox_ + ".n." + std::to_string(id);
+  if (natsConnection_PublishRequestString(conn_.get(), reply.c_str(), answer.c_str(), "-NAK") != NATS_OK)
+    nak_answered(id);  // not sent: nothing to wait for (the ack wait brings the message back)
+}
+
+void client_impl::nak_answered(std::uint64_t id) {
+  std::vector<deferred_pull> released;
+  {
+    std::lock_guard lock{mutex_};
+    auto nak = naks_.find(id);
+    if (nak == naks_.end()) return;  // its barrier was already lifted by the sweep
+    auto barrier = barriers_.find(nak->second);
+    naks_.erase(nak);
+    if (barrier == barriers_.end() || --barrier->second.unanswered > 0) return;
+    released = std::move(barrier->second.pulls);
+    barriers_.erase(barrier);
+  }
+  send_deferred(std::move(released));
+}
+
+// With mutex_ held: lifts the barriers that waited longer than requeue_wait.
+std::vector<client_impl::deferred_pull> client_impl::expire_barriers_locked(std::chrono::steady_clock::time_point now) {
+  std::vector<deferred_pull> released;
+  for (auto b = barriers_.begin(); b != barriers_.end();) {
+    if (now - b->second.since < requeue_wait) {
+      ++b;
+      continue;
+    }
+    std::erase_if(naks_, [&](const auto& nak) { return nak.second == b->first; });
+    for (auto& pull : b->second.pulls) released.push_back(std::move(pull));
+    b = barriers_.erase(b);
+  }
+  return released;
+}
+
+// Any thread, without mutex_. A puller stopped meanwhile is skipped: nobody reads its inbox.
+void client_impl::send_deferred(std::vector<deferred_pull> pulls) {
+  for (const auto& pull : pulls) {
+    auto p = pull.puller.lock();
+    if (!p || p->stopped()) continue;
+    if (!publish_pull(*p, pull.batch, pull.expires)) p->report_unsent();
+  }
+}
 
 // ---- the subscription ---------------------------------------------------------------------
 
@@ -112,7 +186,9 @@ void client_impl::route_inbox(natsMsg* msg) {
   if (subject.size() < inbox_.size() + 3) return;
   subject.remove_prefix(inbox_.size() + 1);
   std::uint64_t id = 0;
-  if (subject[0] != 'a' || subject[1] != '.' || !to_u64(subject.substr(2), id)) return;
+  if (subject[1] != '.' || !to_u64(subject.substr(2), id)) return;
+  if (subject[0] == 'n') return nak_answered(id);
+  if (subject[0] != 'a') return;
   complete_publish(id, [&]() -> bus_status {
     if (natsMsg_IsNoResponders(msg))
       return failure("publish", std::string{"no JetStream stream stores this subject: is stream "} +

@@ -68,8 +68,11 @@ std::shared_ptr<puller_impl::callbacks> puller_impl::current() const {
 void puller_impl::request(std::uint32_t batch, std::chrono::milliseconds expires) {
   if (stopped_) return;
   auto owner = owner_.lock();
-  if (!sub_ || !owner || !owner->send_pull(queue_, inbox_, batch, expires))
-    post_event(pull_event{pull_status::other, 0, "the pull request could not be sent: bus client closed or disconnected"});
+  if (!sub_ || !owner || !owner->send_pull(shared_from_this(), batch, expires)) report_unsent();
+}
+
+void puller_impl::report_unsent() {
+  post_event(pull_event{pull_status::other, 0, "the pull request could not be sent: bus client closed or disconnected"});
 }
 
 void puller_impl::stop() {
@@ -160,17 +163,28 @@ void client_impl::forget_puller(const puller_impl* p) {
   pullers_.erase(p);
 }
 
-bool client_impl::send_pull(const std::string& queue, const std::string& reply_inbox, std::uint32_t batch,
+bool client_impl::send_pull(const std::shared_ptr<puller_impl>& p, std::uint32_t batch,
                             std::chrono::milliseconds expires) {
   if (closed_) return false;
+  {
+    std::lock_guard lock{mutex_};
+    if (auto b = barriers_.find(p->queue()); b != barriers_.end()) {
+      b->second.pulls.push_back(deferred_pull{p, batch, expires});
+      return true;
+    }
+  }
+  return publish_pull(*p, batch, expires);
+}
+
+bool client_impl::publish_pull(const puller_impl& p, std::uint32_t batch, std::chrono::milliseconds expires) {
   json request = {{"batch", std::max<std::uint32_t>(1, batch)}};
   if (expires.count() <= 0)
     request["no_wait"] = true;  // basic.get: answer at once, 404 when empty
   else
     request["expires"] = std::chrono::duration_cast<std::chrono::nanoseconds>(expires).count();
   const std::string body = request.dump();
-  const std::string subject = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + queue;
-  return natsConnection_PublishRequest(conn_.get(), subject.c_str(), reply_inbox.c_str(), body.data(),
+  const std::string subject = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + p.queue();
+  return natsConnection_PublishRequest(conn_.get(), subject.c_str(), p.inbox().c_str(), body.data(),
                                        static_cast<int>(body.size())) == NATS_OK;
 }
 

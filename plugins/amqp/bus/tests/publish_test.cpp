@@ -113,6 +113,27 @@ TEST_CASE("nak redelivers with delivered = 2; term removes") {
   CHECK(col.deliveries.size() == 2);
 }
 
+// nats-server applies NAKs and pull requests from separate queues; the client holds a queue's
+// pull until its NAKs are answered, so a requeued message is never overtaken by a later one.
+TEST_CASE("a pull right after a nak gets the requeued message first, every time") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("order", {{"amqp.d.order"}, "amqp.d.order"}).ok());
+  for (int i = 1; i <= 5; ++i) REQUIRE(h.publish_one("amqp.d.order", "", "m" + std::to_string(i)).ok());
+  collector col(h, "order");
+  col.p->request(1, 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 1; }));
+  constexpr std::size_t rounds = 50;
+  for (std::size_t round = 1; round <= rounds; ++round) {
+    h.bus->nak(col.deliveries.back().reply);
+    col.p->request(1, 2s);  // sent at once after the nak: the client must hold it back
+    REQUIRE(h.run_until([&] { return col.deliveries.size() == round + 1; }));
+    CHECK(col.deliveries.back().body == "m1");
+    CHECK(col.deliveries.back().delivered == round + 1);
+  }
+  CHECK(col.events.empty());
+  col.p->stop();
+}
+
 TEST_CASE("no_wait pull on an empty queue answers 404 no messages") {
   harness h;
   REQUIRE(h.bus->ensure_queue_consumer("empty", {{"amqp.d.empty"}, "amqp.d.empty"}).ok());

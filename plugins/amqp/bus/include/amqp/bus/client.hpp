@@ -131,6 +131,7 @@ class puller {
   // "no wait" (basic.get: one answer at once, 404 no_messages when empty). Non-blocking.
   // Several requests may be outstanding; each ends in deliveries and/or one pull_event
   // (a request that delivered its whole batch ends with no event).
+  // Held back while the queue has unanswered naks (see nak below).
   virtual void request(std::uint32_t batch, std::chrono::milliseconds expires) = 0;
   // Safe from any thread, idempotent. After stop() returns no callback starts (one already
   // running on another thread may finish), and the callbacks are released.
@@ -201,7 +202,9 @@ class client : public std::enable_shared_from_this<client> {
                                               boost::asio::any_io_executor ex,
                                               std::function<void(delivery)> on_delivery,
                                               std::function<void(pull_event)> on_event) = 0;
-  // Fire-and-forget settlement of a delivery (its `reply`). Non-blocking.
+  // Fire-and-forget settlement of a delivery (its `reply`). Non-blocking. The queue's pull
+  // requests made after a nak are sent once the server has applied it (or after 2 s), so a
+  // requeued message is not overtaken by a later one.
   virtual void ack(const std::string& reply) = 0;
   virtual void nak(const std::string& reply) = 0;
   virtual void term(const std::string& reply) = 0;
