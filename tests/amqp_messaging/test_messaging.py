@@ -343,6 +343,31 @@ class Settlement(Base):
         self.assertEqual(again[2], b"survivor")
         self.assertTrue(again[0].redelivered)
 
+    def test_the_next_consumer_gets_the_queue_in_order_after_a_cancel(self):
+        # The cancelled consumer's pull request, with room for two more, stays open on the
+        # server, which hands the next messages to the oldest request: they go back, and must
+        # still reach the next consumer before the ones published after them.
+        q = self.queue()
+        for body in (b"m1", b"m2", b"m3"):
+            self.ch.basic_publish("", q, body)
+        self.ch.basic_qos(prefetch_count=5)
+        tag, got = collect(self.conn, self.ch, q, 3)
+        self.assertEqual([b for _, _, b in got], [b"m1", b"m2", b"m3"])
+        for method, _, _ in got:
+            self.ch.basic_ack(method.delivery_tag)
+        self.ch.basic_cancel(tag)
+        second = self.conn.channel()
+        later = []
+        second.basic_consume(q, lambda c, m, p, b: later.append(b), auto_ack=True)
+        quiet(self.conn, 0.2)  # the new consumer is in place before the publishes
+        expected = [f"m{i}".encode() for i in range(4, 11)]
+        for body in expected:
+            self.ch.basic_publish("", q, body)
+        deadline = time.monotonic() + 10
+        while len(later) < len(expected) and time.monotonic() < deadline:
+            self.conn.process_data_events(time_limit=0.05)
+        self.assertEqual(later, expected)
+
     def test_nack_with_requeue_redelivers(self):
         q = self.queue()
         self.ch.basic_publish("", q, b"n")
