@@ -4,9 +4,9 @@
 //
 // Threads, in one paragraph: every channel_context call is made on its connection's executor
 // (connection_port::executor(): serial, one thread's). `broker` is shared by every connection
-// of the process: its public members are safe to call from any connection's executor. Blocking bus calls
-// never run on an io thread: run_on_bus() moves them to the bus client's worker pool and
-// brings the result back to the connection's executor.
+// of the process: its public members are safe to call from any connection's executor.
+// Blocking bus calls never run on an io thread: run_on_bus() moves them to the bus client's
+// worker pool and brings the result back to the connection's executor.
 #include <utility>  // before Asio: see platform-notes (Boost 1.74 awaitable.hpp with g++ 12)
 
 #include <boost/asio/any_io_executor.hpp>

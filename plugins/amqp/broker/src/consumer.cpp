@@ -158,9 +158,8 @@ std::uint32_t consumer::credit() const {
 void consumer::pump() {
   if (!channel_ || !source_ || !source_->idle() || retry_armed_ || drain_armed_ || queue_wait_armed_) return;
   if (options_.no_ack && wait_for_socket()) return;
-  if (wait_for_queue()) return;
   const std::uint32_t n = credit();
-  if (n == 0) return;
+  if (n == 0 || wait_for_queue()) return;  // nothing to ask for, or not yet
 
   if (!options_.no_ack) {
     own_.take(n);
