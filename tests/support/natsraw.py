@@ -1,5 +1,6 @@
-"""Just enough of the NATS client protocol (stdlib only) to prepare a bus for a test: a
-request/reply on the JetStream API, e.g. to create a conflicting stream before `cloud` boots."""
+"""Just enough of the NATS client protocol (stdlib only) for a test to ask the bus itself: a
+request/reply on the JetStream API, e.g. to create a conflicting stream before `cloud` boots
+or to read a queue's consumer."""
 import json
 import socket
 
@@ -10,7 +11,7 @@ class NatsRaw:
         self.buf = b""
         self._line()  # INFO
         self.sock.sendall(b'CONNECT {"verbose":false,"headers":true,"no_responders":true}\r\n'
-                          b"SUB _INBOX.failclosed 1\r\nPING\r\n")
+                          b"SUB _INBOX.cloudtest 1\r\nPING\r\n")
         while self._line() != b"PONG":
             pass
 
@@ -32,7 +33,7 @@ class NatsRaw:
     def api(self, subject, body=None):
         """A JetStream API request: the decoded JSON reply (or {"status": "<headers>"})."""
         data = json.dumps(body).encode() if body is not None else b""
-        self.sock.sendall(b"PUB $JS.API.%s _INBOX.failclosed %d\r\n%s\r\n" % (subject.encode(), len(data), data))
+        self.sock.sendall(b"PUB $JS.API.%s _INBOX.cloudtest %d\r\n%s\r\n" % (subject.encode(), len(data), data))
         while True:
             line = self._line()
             if line.startswith(b"MSG "):
