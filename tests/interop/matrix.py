@@ -31,6 +31,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 import cloudtest  # noqa: E402
+import natsraw  # noqa: E402
 
 STANDARD = ["declare", "publish_confirm", "consume_prefetch_ack", "nack_requeue",
             "mandatory_return", "basic_get", "reconnect"]
@@ -232,6 +233,33 @@ def parse(client, output):
     return scenarios, required, problems
 
 
+def bus_state(cloud):
+    """Every queue's consumer as the bus sees it, for a failed client: whether a message the
+    client missed is still pending, delivered and unacknowledged, or gone."""
+    try:
+        bus = natsraw.NatsRaw(int(cloud.pubsub_url.rsplit(":", 1)[1]))
+        try:
+            stream = bus.api("STREAM.INFO.AMQP").get("state", {})
+            lines = [f"(the bus) stream AMQP: {stream.get('messages')} messages, "
+                     f"first {stream.get('first_seq')}, last {stream.get('last_seq')}"]
+            offset = 0
+            while True:
+                page = bus.api("CONSUMER.LIST.AMQP", {"offset": offset})
+                for c in page.get("consumers") or []:
+                    lines.append(f"  {c['name']}: pending {c.get('num_pending')}, unacked {c.get('num_ack_pending')}, "
+                                 f"redelivered {c.get('num_redelivered')}, pulls {c.get('num_waiting')}, "
+                                 f"delivered up to {c.get('delivered', {}).get('stream_seq')}, "
+                                 f"acked up to {c.get('ack_floor', {}).get('stream_seq')}, "
+                                 f"starts at {c.get('config', {}).get('opt_start_seq', 'new')}")
+                offset += len(page.get("consumers") or [])
+                if not page.get("consumers") or offset >= page.get("total", 0):
+                    return "\n".join(lines)
+        finally:
+            bus.close()
+    except Exception as e:  # a diagnostic: never the reason a run fails
+        return f"(the bus) not readable: {e}"
+
+
 def run_client(client, lang, path):
     """Boots a server, runs the program, returns its result record."""
     started = time.monotonic()
@@ -248,9 +276,15 @@ def run_client(client, lang, path):
         with Server() as server, Control(server) as control:
             code, output = run_program(argv, os.path.dirname(path), program_env(client, server, control, scratch))
             ran = True
-            record["server_log"] = server.cloud.log[-8000:]  # shown when the client failed
+            # Shown when the client failed; a restart's earlier run too, for what it did last.
+            record["server_log"] = server.cloud.log[-8000:]
+            if server.restarts:
+                record["server_log"] = (f"(before the last restart)\n{server.cloud.previous_log[-6000:]}\n"
+                                        f"(after it)\n{record['server_log']}")
             record["restarts"] = server.restarts
             record["problems"] += control.errors
+            if code != 0:
+                record["server_log"] += "\n" + bus_state(server.cloud)
     except Exception as e:  # the server failed to boot or to stop cleanly: a failure of this client
         output += f"\nserver error: {e}"
         record["problems"].append(f"server error: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
@@ -306,7 +340,7 @@ def print_output(record, verbose):
             print(f"  {name}: {s['reason']}")
     print(f"--- output of {record['client']} ---\n{record['output'][-20000:]}\n--- end ---")
     if not passed(record) and record.get("server_log"):
-        print(f"--- the server's log (its end) ---\n{record['server_log']}\n--- end ---")
+        print(f"--- the server's log (its end; the bus's queues after a failure) ---\n{record['server_log']}\n--- end ---")
 
 
 def main():
