@@ -55,10 +55,7 @@ void pull_source::stop_puller() {
 void pull_source::on_delivery(bus::delivery d) {
   if (asked_ > 0) --asked_;
   if (!sink_) {
-    if (delivers_to(*broker_, queue_, d.subject))
-      hold(d);
-    else  // 2.9's covering filter: dropped now, as the consumer would have (DESIGN §5)
-      broker_->bus().ack(d.reply);
+    hold(d);
     if (asked_ == 0) request_ended();  // complete: nothing can be handed back to it any more
     return;
   }
