@@ -237,7 +237,7 @@ def bus_state(cloud):
     """Every queue's consumer as the bus sees it, for a failed client: whether a message the
     client missed is still pending, delivered and unacknowledged, or gone."""
     try:
-        bus = natsraw.NatsRaw(int(cloud.pubsub_url.rsplit(":", 1)[1]))
+        bus = natsraw.NatsRaw(cloud.nats_port)
         try:
             stream = bus.api("STREAM.INFO.AMQP").get("state", {})
             lines = [f"(the bus) stream AMQP: {stream.get('messages')} messages, "
@@ -245,14 +245,15 @@ def bus_state(cloud):
             offset = 0
             while True:
                 page = bus.api("CONSUMER.LIST.AMQP", {"offset": offset})
-                for c in page.get("consumers") or []:
+                consumers = page.get("consumers") or []
+                for c in consumers:
                     lines.append(f"  {c['name']}: pending {c.get('num_pending')}, unacked {c.get('num_ack_pending')}, "
                                  f"redelivered {c.get('num_redelivered')}, pulls {c.get('num_waiting')}, "
                                  f"delivered up to {c.get('delivered', {}).get('stream_seq')}, "
                                  f"acked up to {c.get('ack_floor', {}).get('stream_seq')}, "
                                  f"starts at {c.get('config', {}).get('opt_start_seq', 'new')}")
-                offset += len(page.get("consumers") or [])
-                if not page.get("consumers") or offset >= page.get("total", 0):
+                offset += len(consumers)
+                if not consumers or offset >= page.get("total", 0):
                     return "\n".join(lines)
         finally:
             bus.close()
