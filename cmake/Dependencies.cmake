@@ -1,4 +1,5 @@
-# Every dependency comes from Debian 12 (see scripts/install-deps).
+# Every library comes from Debian 12 (see scripts/install-deps); nats-server is this project's
+# own pinned build (cmake/NatsServer.cmake).
 find_package(Threads REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS filesystem system)
 find_package(nlohmann_json 3.11 REQUIRED)
@@ -9,7 +10,7 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(nats REQUIRED IMPORTED_TARGET libnats>=3.4)
 find_package(rabbitmq-c REQUIRED)     # librabbitmq-dev 0.11: tests and benchmarks only
 
-find_program(NATS_SERVER_EXECUTABLE nats-server PATHS /usr/bin /usr/sbin REQUIRED)
+include(NatsServer)
 
 # Asio and Beast are header-only; one interface target carries their settings.
 add_library(cloud_asio INTERFACE)
