@@ -140,6 +140,7 @@ void cloud_process::wait_ready(std::chrono::seconds timeout) {
       const auto colon = endpoint.rfind(':');
       if (colon != std::string::npos && line_end != std::string::npos) {
         amqp_port_ = static_cast<std::uint16_t>(std::stoi(endpoint.substr(colon + 1)));
+        check_server_version(text);
         return;
       }
     }
@@ -149,6 +150,20 @@ void cloud_process::wait_ready(std::chrono::seconds timeout) {
   }
   throw std::runtime_error("cloud did not log \"amqp listening on\" within " + std::to_string(timeout.count()) +
                            " s:\n" + log());
+}
+
+// ctest names the nats-server each test runs on (cmake/Testing.cmake: NATS_SERVER_VERSION, the
+// pinned one's or, in a `.floor` twin, the floor's): pubsub's startup line must name that version,
+// or the test would pass on a server it does not claim to cover.
+void cloud_process::check_server_version(const std::string& text) const {
+  const char* expected = std::getenv("NATS_SERVER_VERSION");
+  if (expected == nullptr || *expected == '\0') return;
+  const std::string launched = ", nats-server " + std::string(expected) + " (";  // embedded
+  const std::string dialled = ", nats-server " + std::string(expected) + " at ";  // CLOUD_PUBSUB_URL
+  if (text.find(launched) == std::string::npos && text.find(dialled) == std::string::npos) {
+    throw std::runtime_error("this test runs on nats-server " + std::string(expected) +
+                             " (NATS_SERVER_VERSION), but pubsub's log names another:\n" + text);
+  }
 }
 
 bool cloud_process::wait_exit(std::chrono::milliseconds timeout) {

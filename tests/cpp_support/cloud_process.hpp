@@ -40,6 +40,7 @@ class cloud_process {
  private:
   bool wait_exit(std::chrono::milliseconds timeout);
   void wait_ready(std::chrono::seconds timeout);
+  void check_server_version(const std::string& log_text) const;
 
   std::filesystem::path dir_;
   std::filesystem::path log_path_;

@@ -46,6 +46,9 @@ class LazyRowTest(unittest.TestCase):
             self.assertEqual(status, 404)  # mounted now; the plugin registers no routes
             self.assertIn("no route /v1/probe/anything in probe", body["error"])
             self.assertEqual(states(cloud)[0], {"pubsub": "mounted", "probe": "mounted"})
+            # The harness reads the host's output on a thread of its own: the line the host wrote
+            # before answering may not have been read yet when the answer arrives.
+            self.assertTrue(cloudtest.wait_until(lambda: cloud.log_index("mounted probe") >= 0, 10), cloud.log)
             self.assertGreater(cloud.log_index("mounted probe"), cloud.log_index("http listening"))
             self.assertIn(f"cloud[probe]: probe sees pubsub url {cloud.pubsub_url}", cloud.log)
             self.assertEqual(cloud.get("/v1/probe/health"), (200, {"service": "probe", "status": "ok"}))

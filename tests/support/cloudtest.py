@@ -2,7 +2,9 @@
 
 stdlib only; run by /usr/bin/python3. ctest passes the paths of this build through the
 environment (cmake/Testing.cmake, cloud_python_test): CLOUD_BIN, CLOUD_PLUGIN_DIR,
-CLOUD_MANIFEST, NATS_SERVER, CLOUD_SOURCE_DIR.
+CLOUD_MANIFEST, CLOUD_SOURCE_DIR, and the nats-server the test runs on: NATS_SERVER (the pinned
+build, or the floor's in a test's `.floor` twin) and NATS_SERVER_VERSION, the version it reports.
+Every `cloud` gets NATS_SERVER_BIN=NATS_SERVER, and a test's own server (NatsServer) runs it too.
 
 Every instance gets free ports and its own temporary data directory, is stopped by PID, and
 on stop asserts that no nats-server it started survives.
@@ -27,7 +29,11 @@ import urllib.request
 CLOUD_BIN = os.environ.get("CLOUD_BIN", "")
 PLUGIN_DIR = os.environ.get("CLOUD_PLUGIN_DIR", "")
 MANIFEST = os.environ.get("CLOUD_MANIFEST", "")
-NATS_SERVER = os.environ.get("NATS_SERVER", "/usr/bin/nats-server")
+# Outside ctest: the pinned nats-server the build copied beside the plugins (lib/cloud/bin).
+NATS_SERVER = os.environ.get("NATS_SERVER") or os.path.normpath(os.path.join(PLUGIN_DIR, "..", "bin", "nats-server"))
+NATS_SERVER_VERSION = os.environ.get("NATS_SERVER_VERSION", "")
+# Debian 12's nats-server 2.9.10, below the floor: only tests/failclosed boots on it.
+NATS_SERVER_BELOW_FLOOR = os.environ.get("CLOUD_TEST_NATS_SERVER_BELOW_FLOOR", "/usr/sbin/nats-server")
 
 # Sanitized builds boot slower; generous bounds keep the tests stable on a loaded machine.
 BOOT_TIMEOUT = float(os.environ.get("CLOUDTEST_BOOT_TIMEOUT", "60"))
@@ -64,6 +70,28 @@ def available_manifest(directory):
     return write_manifest(directory, rows), [r["name"] for r in rows]
 
 
+def nats_server_versions():
+    """cmake/nats-server.versions as a dict (NATS_SERVER_PINNED, NATS_SERVER_FLOOR, ...)."""
+    path = os.path.join(os.environ.get("CLOUD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")),
+                        "cmake", "nats-server.versions")
+    with open(path) as f:
+        return dict(line.strip().split("=", 1) for line in f if re.match(r"^[A-Z_]+=", line))
+
+
+def server_version_of(binary):
+    """'2.15.2' for a nats-server binary that says 'nats-server: v2.15.2'."""
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30)
+    m = re.search(r"nats-server: v(\S+)", out.stdout + out.stderr)
+    if not m:
+        raise AssertionError(f"{binary} --version said {out.stdout + out.stderr!r}")
+    return m.group(1)
+
+
+def executable_of(pid):
+    """The file a process runs (/proc/<pid>/exe)."""
+    return os.readlink(f"/proc/{pid}/exe")
+
+
 def pids_running(pattern):
     """PIDs of live (non-zombie) processes whose command line contains `pattern`."""
     found = []
@@ -94,7 +122,8 @@ def wait_until(predicate, timeout, interval=0.05):
 class Cloud:
     """One `cloud` process. Arguments:
     manifest: path (default: the build's manifest, minus rows whose plugin is not built)
-    env: extra environment (overrides the harness's defaults)
+    env: extra environment (overrides the harness's defaults; None unsets a variable, e.g.
+         {"NATS_SERVER_BIN": None} boots on pubsub's default server)
     wait: False to start without waiting for readiness (for boots expected to fail)
     """
 
@@ -119,6 +148,7 @@ class Cloud:
             "NATS_SERVER_BIN": NATS_SERVER,
         })
         self.env.update(env or {})
+        self.env = {k: v for k, v in self.env.items() if v is not None}
         self.wait = wait
         self.proc = None
         self.http_port = None
@@ -275,9 +305,11 @@ class Cloud:
 
 
 class NatsServer:
-    """A nats-server of the test's own (for CLOUD_PUBSUB_URL), stopped by PID."""
+    """A nats-server of the test's own (for CLOUD_PUBSUB_URL), stopped by PID. `binary`: which
+    one (default NATS_SERVER, the server this test runs on)."""
 
-    def __init__(self):
+    def __init__(self, binary=None):
+        self.binary = binary or NATS_SERVER
         self.tmp = tempfile.mkdtemp(prefix="cloudtest-nats-")
         self.port = free_port()
         self.url = f"nats://127.0.0.1:{self.port}"
@@ -285,11 +317,11 @@ class NatsServer:
 
     def __enter__(self):
         self.proc = subprocess.Popen(
-            [NATS_SERVER, "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", self.tmp],
+            [self.binary, "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", self.tmp],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_until(lambda: Cloud._accepts(self.port), 20):
             self.__exit__(None, None, None)
-            raise AssertionError("the test's own nats-server did not start")
+            raise AssertionError(f"the test's own nats-server ({self.binary}) did not start")
         return self
 
     def __exit__(self, *exc):

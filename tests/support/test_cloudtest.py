@@ -15,6 +15,29 @@ class HarnessTest(unittest.TestCase):
         self.assertEqual(cloud.proc.returncode, 0, cloud.log)
         self.assertFalse(os.path.exists(cloud.tmp))
 
+    def test_the_bus_is_the_server_ctest_named(self):
+        """The plain test runs on the pinned nats-server, its `.floor` twin on the floor: the
+        harness's NATS_SERVER reports NATS_SERVER_VERSION, the host's child runs that very file,
+        and /v1/health names its version."""
+        versions = cloudtest.nats_server_versions()
+        self.assertIn(cloudtest.NATS_SERVER_VERSION, (versions["NATS_SERVER_PINNED"], versions["NATS_SERVER_FLOOR"]),
+                      "ctest sets NATS_SERVER_VERSION (cmake/Testing.cmake)")
+        self.assertEqual(cloudtest.server_version_of(cloudtest.NATS_SERVER), cloudtest.NATS_SERVER_VERSION)
+        with cloudtest.Cloud() as cloud:
+            [pid] = cloud.nats_children()
+            self.assertEqual(cloudtest.executable_of(pid), os.path.realpath(cloudtest.NATS_SERVER))
+            _, body = cloud.get("/v1/health")
+            pubsub = next(s for s in body["services"] if s["service"] == "pubsub")
+            self.assertEqual(pubsub.get("server_version"), cloudtest.NATS_SERVER_VERSION, body)
+
+    def test_a_none_in_env_unsets_the_variable(self):
+        cloud = cloudtest.Cloud(wait=False, env={"NATS_SERVER_BIN": None, "CLOUD_EXTRA": "x"})
+        try:
+            self.assertNotIn("NATS_SERVER_BIN", cloud.env)
+            self.assertEqual(cloud.env["CLOUD_EXTRA"], "x")
+        finally:
+            cloud.cleanup()
+
     def test_available_manifest_keeps_only_built_rows(self):
         cloud = cloudtest.Cloud(wait=False)
         try:

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -26,6 +27,13 @@ std::filesystem::path make_temp_dir() {
   return tmpl;
 }
 
+// CLOUD_TEST_NATS_SERVER when set (the `.floor` twins point it at the floor server), else the
+// pinned server this build was configured with (cmake/NatsServer.cmake).
+std::string server_binary() {
+  const char* chosen = std::getenv("CLOUD_TEST_NATS_SERVER");
+  return chosen && *chosen ? chosen : CLOUD_TEST_NATS_SERVER_DEFAULT;
+}
+
 std::string read_client_url(const std::filesystem::path& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".ports") continue;
@@ -40,7 +48,7 @@ std::string read_client_url(const std::filesystem::path& dir) {
 }  // namespace
 
 nats_server::nats_server(bool jetstream) : dir_(make_temp_dir()) {
-  std::vector<std::string> args = {NATS_SERVER_EXECUTABLE, "-a", "127.0.0.1", "-p", "-1",
+  std::vector<std::string> args = {server_binary(), "-a", "127.0.0.1", "-p", "-1",
                                    "--ports_file_dir", dir_.string(), "-l", (dir_ / "server.log").string()};
   if (jetstream) {
     args.insert(args.end(), {"-js", "-sd", (dir_ / "store").string()});
@@ -49,7 +57,7 @@ nats_server::nats_server(bool jetstream) : dir_(make_temp_dir()) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   if (posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
-    throw std::runtime_error("cannot start nats-server");
+    throw std::runtime_error("cannot start nats-server " + args[0]);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   while (url_.empty() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -1,6 +1,7 @@
 #pragma once
-// A real nats-server for one test: port chosen by the server (-p -1, read back from its ports
-// file), its own store directory, stopped by PID when the object goes.
+// A real nats-server for one test (CLOUD_TEST_NATS_SERVER, default the pinned one): port chosen
+// by the server (-p -1, read back from its ports file), its own store directory, stopped by PID
+// when the object goes.
 #include <sys/types.h>
 
 #include <chrono>
