@@ -45,6 +45,7 @@ class application {
 
   const manifest::apps& apps() const noexcept { return apps_; }
   const registry& shared() const noexcept { return registry_; }
+  registry& shared() noexcept { return registry_; }
   row_state state(std::size_t index) const;
 
  private:

@@ -33,7 +33,10 @@ http_reply error_reply(unsigned status, std::string error, std::string_view path
 http_reply overall_health(const application& app) {
   json services = json::array();
   for (const auto& row : app.apps().rows) {
-    services.push_back({{"service", row.name}, {"state", state_name(app.state(row.index))}});
+    json service{{"service", row.name}, {"state", state_name(app.state(row.index))}};
+    // A capability that launches or dials a server publishes its version (host_services.hpp).
+    if (auto version = app.shared().lookup(row.name, "server_version")) service["server_version"] = *version;
+    services.push_back(std::move(service));
   }
   json degraded = json::array();
   for (const auto& d : app.shared().degraded()) {

@@ -40,6 +40,19 @@ TEST_CASE("/v1/health lists the rows and the degraded ones") {
   CHECK(body["degraded"].empty());
 }
 
+TEST_CASE("/v1/health shows the server_version a row published, and only where it did") {
+  auto app = make_app();
+  auto body = json::parse(answer(app, "GET", "/v1/health").body);
+  CHECK_FALSE(body["services"][0].contains("server_version"));
+  app.shared().publish("pubsub", "server_version", "2.15.2");
+  app.shared().publish("pubsub", "url", "nats://127.0.0.1:4222");  // other keys stay private
+  body = json::parse(answer(app, "GET", "/v1/health").body);
+  CHECK(body["services"][0]["service"] == "pubsub");
+  CHECK(body["services"][0]["server_version"] == "2.15.2");
+  CHECK(body["services"][0].size() == 3);  // service, state, server_version: nothing else published shows
+  CHECK_FALSE(body["services"][1].contains("server_version"));
+}
+
 TEST_CASE("unknown paths are a JSON 404, other methods a JSON 405") {
   const auto app = make_app();
   const auto missing = answer(app, "GET", "/nope");

@@ -41,6 +41,16 @@ class RunningHostTest(unittest.TestCase):
         self.assertTrue(all(s["state"] == "mounted" for s in body["services"]), body)
         self.assertEqual(body["degraded"], [])
 
+    def test_overall_health_names_the_bus_server_version(self):
+        _, body = self.cloud.get("/v1/health")
+        services = {s["service"]: s for s in body["services"]}
+        self.assertTrue(cloudtest.NATS_SERVER_VERSION, "ctest sets NATS_SERVER_VERSION")
+        self.assertEqual(services["pubsub"].get("server_version"), cloudtest.NATS_SERVER_VERSION, body)
+        # Only a capability that published one has it.
+        for name, service in services.items():
+            if name != "pubsub":
+                self.assertNotIn("server_version", service)
+
     def test_unknown_path_is_json_404_and_other_methods_405(self):
         status, body = self.cloud.get("/v1/nothing-here")
         self.assertEqual(status, 404)
@@ -55,6 +65,8 @@ class RunningHostTest(unittest.TestCase):
         self.assertGreaterEqual(pubsub, 0, log)
         self.assertIn("cloud[pubsub]: nats-server (pid", log)
         self.assertRegex(log, r"listening on nats://127\.0\.0\.1:\d+")
+        # The startup line names the server's version and the binary launched.
+        self.assertIn(f", nats-server {cloudtest.NATS_SERVER_VERSION} ({cloudtest.NATS_SERVER}), JetStream store", log)
         self.assertIn("http listening on http://127.0.0.1:", log)
         if "amqp" in self.cloud.rows:
             amqp = self.cloud.log_index("mounted amqp")
@@ -121,6 +133,22 @@ class StoppingTest(unittest.TestCase):
             self.assertEqual(cloud.get("/v1/pubsub/health"), (200, {"service": "pubsub", "status": "ok"}))
 
 
+class DefaultServerTest(unittest.TestCase):
+    def test_unset_nats_server_bin_launches_the_pinned_server_beside_the_plugins(self):
+        """No NATS_SERVER_BIN: pubsub runs <plugin dir>/../bin/nats-server, the pinned build the
+        build tree holds at lib/cloud/bin (as the package does at /usr/lib/cloud/bin)."""
+        shipped = os.path.normpath(os.path.join(cloudtest.PLUGIN_DIR, "..", "bin", "nats-server"))
+        pinned = cloudtest.nats_server_versions()["NATS_SERVER_PINNED"]
+        cloud = cloudtest.Cloud(env={"NATS_SERVER_BIN": None})
+        with cloud:
+            [pid] = cloud.nats_children()
+            self.assertEqual(cloudtest.executable_of(pid), os.path.realpath(shipped))
+            self.assertIn(f", nats-server {pinned} ({shipped}), JetStream store", cloud.log)
+            _, body = cloud.get("/v1/health")
+            self.assertEqual(body["services"][0]["server_version"], pinned, body)
+        self.assertEqual(cloud.proc.returncode, 0, cloud.log)
+
+
 class ExternalBusTest(unittest.TestCase):
     def test_pubsub_url_at_an_existing_server_launches_nothing(self):
         with cloudtest.NatsServer() as nats:
@@ -130,6 +158,10 @@ class ExternalBusTest(unittest.TestCase):
                 self.assertEqual(cloud.pubsub_url, nats.url)
                 self.assertIn("launched nothing", cloud.log)
                 self.assertNotIn("nats-server (pid", cloud.log)
+                # The dialled server's version, read from its INFO: logged and on /v1/health.
+                self.assertIn(f"nats-server {cloudtest.NATS_SERVER_VERSION} at {nats.url}", cloud.log)
+                _, body = cloud.get("/v1/health")
+                self.assertEqual(body["services"][0]["server_version"], cloudtest.NATS_SERVER_VERSION, body)
             self.assertEqual(cloud.proc.returncode, 0)
             self.assertIsNone(nats.proc.poll(), "the host must not stop a server it did not start")
 

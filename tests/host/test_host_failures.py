@@ -1,6 +1,9 @@
 """Boots that must fail closed: a clear reason naming the row or variable, non-zero exit, no
 port left open and no nats-server left running."""
+import os
+import shutil
 import socket
+import tempfile
 import unittest
 
 import cloudtest
@@ -44,6 +47,24 @@ class FailClosedTest(unittest.TestCase):
     def test_a_missing_nats_server_binary_fails_boot_naming_it(self):
         log = self.boot_fails(env={"NATS_SERVER_BIN": "/nonexistent/nats-server"})
         self.assertIn('row 0 (pubsub): nats-server not found (NATS_SERVER_BIN="/nonexistent/nats-server")', log)
+
+    def test_a_missing_default_nats_server_fails_boot_naming_the_path_and_the_remedy(self):
+        """NATS_SERVER_BIN unset and no bin/nats-server beside the plugin directory (a copy of the
+        pubsub plugin alone): the boot names the path it tried, NATS_SERVER_BIN and the remedy."""
+        root = tempfile.mkdtemp(prefix="cloudtest-noserver-")
+        try:
+            plugins = os.path.join(root, "lib", "cloud", "plugins")
+            os.makedirs(plugins)
+            shutil.copy(os.path.join(cloudtest.PLUGIN_DIR, "libcloud_pubsub.so"), plugins)
+            rows = [r for r in cloudtest.manifest_rows() if r["name"] == "pubsub"]
+            manifest = cloudtest.write_manifest(root, rows)
+            log = self.boot_fails(manifest=manifest, plugin_dir=plugins, env={"NATS_SERVER_BIN": None})
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        tried = os.path.join(root, "lib", "cloud", "bin", "nats-server")
+        self.assertIn(f"row 0 (pubsub): nats-server not found at {tried} (NATS_SERVER_BIN is unset", log)
+        self.assertIn("set NATS_SERVER_BIN to a nats-server's path", log)
+        self.assertIn("reinstall the cloud package", log)
 
     def test_a_malformed_pubsub_variable_fails_boot_naming_it(self):
         log = self.boot_fails(env={"CLOUD_PUBSUB_MAX_PAYLOAD": "lots"})

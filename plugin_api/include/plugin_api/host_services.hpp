@@ -24,6 +24,9 @@ class host_services {
 
   // Offers a value to plugins mounted later (pubsub publishes "url" and "max_payload").
   // Call during mount; the value is stored under this plugin's name.
+  // Convention: a capability that launches or dials a server publishes that server's version as
+  // "server_version" (pubsub: the nats-server's, e.g. "2.15.2"); /v1/health shows it beside the
+  // capability's row.
   virtual void publish(std::string_view key, std::string_view value) noexcept = 0;
 
   // A value an earlier-mounted plugin published, e.g. lookup("pubsub", "url");

@@ -91,6 +91,10 @@ config_result read_config(const lookup_fn& lookup) {
   return {c, {}};
 }
 
+std::filesystem::path default_server_binary(const std::filesystem::path& plugin_library) {
+  return (plugin_library.parent_path() / ".." / "bin" / "nats-server").lexically_normal();
+}
+
 std::optional<std::filesystem::path> resolve_binary(const std::string& name,
                                                     const std::optional<std::string>& path_env) {
   const auto executable = [](const std::filesystem::path& p) {

@@ -17,7 +17,9 @@ struct config {
   std::uint16_t port = 4222;  // 0: pick a free port
   std::filesystem::path store_dir;
   std::uint64_t max_payload = 8 * 1024 * 1024;
-  std::string server_bin = "nats-server";  // NATS_SERVER_BIN; a bare name is searched on PATH
+  // NATS_SERVER_BIN: a path, or a bare name searched on PATH. Unset: the pinned nats-server
+  // shipped beside the plugins (default_server_binary).
+  std::optional<std::string> server_bin;
 };
 
 using lookup_fn = std::function<std::optional<std::string>(std::string_view variable)>;
@@ -28,6 +30,10 @@ struct config_result {
 };
 
 config_result read_config(const lookup_fn& lookup);
+
+// The default nats-server for a plugin loaded from `plugin_library`: <its directory>/../bin/nats-server
+// (build/lib/cloud/plugins/x.so → build/lib/cloud/bin/nats-server; installed, /usr/lib/cloud/bin).
+std::filesystem::path default_server_binary(const std::filesystem::path& plugin_library);
 
 // The executable NATS_SERVER_BIN names: as given when it holds a '/', else found on PATH.
 std::optional<std::filesystem::path> resolve_binary(const std::string& name,

@@ -116,6 +116,28 @@ std::uint64_t json_number(const std::string& json, const std::string& key) {
   return value;
 }
 
+}  // namespace
+
+std::string json_string(const std::string& json, const std::string& key) {
+  const auto at = json.find("\"" + key + "\":");
+  if (at == std::string::npos) return {};
+  auto pos = json.find_first_not_of(" \t", at + key.size() + 3);
+  if (pos == std::string::npos || json[pos] != '"') return {};
+  std::string value;
+  for (++pos; pos < json.size(); ++pos) {
+    const char c = json[pos];
+    if (c == '"') return value;
+    if (c == '\\' && pos + 1 < json.size()) {
+      value += json[++pos];
+      continue;
+    }
+    value += c;
+  }
+  return {};  // unterminated
+}
+
+namespace {
+
 std::string read_info(int fd, std::string& buffer, clock::time_point deadline, server_info& info) {
   auto e = read_until(fd, buffer, deadline, [](const std::string& b) { return b.find("\r\n") != std::string::npos; });
   if (!e.empty()) return e;
@@ -123,6 +145,7 @@ std::string read_info(int fd, std::string& buffer, clock::time_point deadline, s
   if (line.rfind("INFO ", 0) != 0) return "not a NATS server (first line: " + line.substr(0, 80) + ")";
   info.max_payload = json_number(line, "max_payload");
   info.jetstream = line.find("\"jetstream\":true") != std::string::npos;
+  info.version = json_string(line, "version");
   buffer.erase(0, line.size() + 2);
   return {};
 }
@@ -139,13 +162,15 @@ info_result probe_info(const std::string& host, std::uint16_t port, std::chrono:
   return {info, {}};
 }
 
-std::string probe_jetstream(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout) {
+std::string probe_jetstream(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
+                            server_info* info_out) {
   const auto deadline = clock::now() + timeout;
   fd_guard sock;
   if (auto e = connect_to(host, port, deadline, sock); !e.empty()) return e;
   std::string buffer;
   server_info info;
   if (auto e = read_info(sock.fd, buffer, deadline, info); !e.empty()) return e;
+  if (info_out) *info_out = info;
   if (!info.jetstream) return "the server runs without JetStream";
   const std::string inbox = "_INBOX.cloud_pubsub_probe";
   const std::string request = "CONNECT {\"verbose\":false,\"pedantic\":false,\"name\":\"cloud-pubsub-probe\"}\r\n"

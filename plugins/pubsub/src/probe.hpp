@@ -11,6 +11,7 @@ namespace cloud::pubsub {
 struct server_info {
   std::uint64_t max_payload = 0;
   bool jetstream = false;
+  std::string version;  // the INFO line's "version", e.g. "2.15.2"; "" when it has none
 };
 
 struct info_result {
@@ -22,7 +23,13 @@ struct info_result {
 info_result probe_info(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout);
 
 // Connects and asks JetStream for account info ($JS.API.INFO): succeeds once JetStream answers.
-std::string probe_jetstream(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout);
+// `info`, when given, receives what the server's INFO line said.
+std::string probe_jetstream(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
+                            server_info* info = nullptr);
+
+// The value of string field `key` in the JSON object `json` (an INFO line's), unescaped only as far
+// as a version or a name needs (no \u sequences); "" when absent or not a string.
+std::string json_string(const std::string& json, const std::string& key);
 
 // host:port of "nats://[user:pass@]host:port" (default port 4222); nullopt when malformed.
 std::optional<std::pair<std::string, std::uint16_t>> split_url(const std::string& url);

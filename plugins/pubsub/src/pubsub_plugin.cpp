@@ -1,5 +1,7 @@
 #include "pubsub_plugin.hpp"
 
+#include <dlfcn.h>
+
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -47,6 +49,21 @@ std::string write_server_config(const config& c, fs::path& file) {
   return {};
 }
 
+// The file this plugin was loaded from (dladdr on one of its own functions), made absolute;
+// empty when the loader cannot say.
+fs::path this_library() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&url_of), &info) == 0 || info.dli_fname == nullptr) return {};
+  std::error_code ec;
+  auto path = fs::absolute(info.dli_fname, ec);
+  return ec ? fs::path{} : path;
+}
+
+// "nats-server 2.15.2", or what stands in for a version the server did not state.
+std::string server_named(const std::string& version) {
+  return version.empty() ? "nats-server (version not stated in its INFO)" : "nats-server " + version;
+}
+
 }  // namespace
 
 status pubsub_plugin::mount(plugin_api::host_services& host) noexcept {
@@ -85,9 +102,12 @@ status pubsub_plugin::use_external(plugin_api::host_services& host, const config
         host.publish("url", urls);
         host.publish("max_payload", std::to_string(payload));
         host.publish("embedded", "false");
+        // The version of the member that answered (a cluster's members normally agree).
+        if (!probed.info->version.empty()) host.publish("server_version", probed.info->version);
         host.log(plugin_api::log_level::info, "using the existing bus at " + urls +
-                                                  " (CLOUD_PUBSUB_URL; launched nothing), max_payload " +
-                                                  std::to_string(payload));
+                                                  " (CLOUD_PUBSUB_URL; launched nothing), " +
+                                                  server_named(probed.info->version) + " at " + url +
+                                                  ", max_payload " + std::to_string(payload));
         mounted_ = true;
         return status::ok();
       }
@@ -100,10 +120,25 @@ status pubsub_plugin::use_external(plugin_api::host_services& host, const config
 }
 
 status pubsub_plugin::launch(plugin_api::host_services& host, config c) {
-  const auto binary = resolve_binary(c.server_bin, host.config("PATH"));
-  if (!binary) {
-    return status::error("nats-server not found (NATS_SERVER_BIN=\"" + c.server_bin +
-                         "\"); install the nats-server package or set NATS_SERVER_BIN to its path");
+  std::optional<fs::path> binary;
+  if (c.server_bin) {
+    binary = resolve_binary(*c.server_bin, host.config("PATH"));
+    if (!binary) {
+      return status::error("nats-server not found (NATS_SERVER_BIN=\"" + *c.server_bin +
+                           "\"); set NATS_SERVER_BIN to the path of a nats-server, or unset it to "
+                           "launch the one shipped in lib/cloud/bin");
+    }
+  } else {
+    const auto library = this_library();
+    const auto shipped = library.empty() ? fs::path{} : default_server_binary(library);
+    binary = shipped.empty() ? std::nullopt : resolve_binary(shipped.string(), std::nullopt);
+    if (!binary) {
+      return status::error(
+          "nats-server not found at " + (shipped.empty() ? "lib/cloud/bin/nats-server" : shipped.string()) +
+          " (NATS_SERVER_BIN is unset: the default is the nats-server shipped beside the plugins, "
+          "lib/cloud/bin/nats-server); reinstall the cloud package (from a build tree: build target "
+          "cloud_package_contents), or set NATS_SERVER_BIN to a nats-server's path");
+    }
   }
   std::error_code ec;
   fs::create_directories(c.store_dir, ec);
@@ -136,7 +171,8 @@ status pubsub_plugin::launch(plugin_api::host_services& host, config c) {
     child_.reset();
     return status::error(started + "; check NATS_SERVER_BIN");
   }
-  if (auto e = wait_ready(c, give_up_at(host.startup_deadline())); !e.empty()) {
+  server_info info;
+  if (auto e = wait_ready(c, give_up_at(host.startup_deadline()), info); !e.empty()) {
     const auto message = failure(e);
     child_->stop(std::chrono::milliseconds{200});  // then KILL: a server that failed to start holds nothing
     child_.reset();
@@ -148,19 +184,21 @@ status pubsub_plugin::launch(plugin_api::host_services& host, config c) {
   // A server this process launched died with it if it ever died: no other process can hold
   // deliveries from it (riders use this to reclaim orphaned ones at boot).
   host.publish("embedded", "true");
+  if (!info.version.empty()) host.publish("server_version", info.version);
   host.log(plugin_api::log_level::info, "nats-server (pid " + std::to_string(child_->pid()) + ") listening on " +
-                                            url + ", JetStream store " + c.store_dir.string() +
-                                            ", max_payload " + std::to_string(c.max_payload));
+                                            url + ", " + server_named(info.version) + " (" + binary->string() +
+                                            "), JetStream store " + c.store_dir.string() + ", max_payload " +
+                                            std::to_string(c.max_payload));
   mounted_ = true;
   return status::ok();
 }
 
-std::string pubsub_plugin::wait_ready(const config& c, clock::time_point deadline) {
+std::string pubsub_plugin::wait_ready(const config& c, clock::time_point deadline, server_info& info) {
   const auto host = dial_host(c.host);
   std::string last = "no attempt made (the startup window was already over)";
   while (clock::now() < deadline) {
     if (auto how = child_->exit_description()) return "nats-server " + *how + " during startup";
-    last = probe_jetstream(host, c.port, std::min(until(deadline), std::chrono::milliseconds{1000}));
+    last = probe_jetstream(host, c.port, std::min(until(deadline), std::chrono::milliseconds{1000}), &info);
     if (last.empty()) return {};
     std::this_thread::sleep_for(std::chrono::milliseconds{50});
   }

@@ -18,7 +18,7 @@ config_result read(std::map<std::string, std::string> env) {
 
 }  // namespace
 
-TEST_CASE("defaults: 127.0.0.1:4222, 8 MiB, ./data/pubsub, nats-server on PATH") {
+TEST_CASE("defaults: 127.0.0.1:4222, 8 MiB, ./data/pubsub, the shipped nats-server") {
   const auto r = read({});
   REQUIRE(r.value);
   CHECK_FALSE(r.value->external_url);
@@ -26,7 +26,7 @@ TEST_CASE("defaults: 127.0.0.1:4222, 8 MiB, ./data/pubsub, nats-server on PATH")
   CHECK(r.value->port == 4222);
   CHECK(r.value->max_payload == 8 * 1024 * 1024);
   CHECK(r.value->store_dir == "data/pubsub");
-  CHECK(r.value->server_bin == "nats-server");
+  CHECK_FALSE(r.value->server_bin);  // unset: default_server_binary beside the plugin
 }
 
 TEST_CASE("CLOUD_DATA_DIR places the store; CLOUD_PUBSUB_STORE_DIR overrides it") {
@@ -62,6 +62,17 @@ TEST_CASE("valid values are taken") {
   CHECK(r.value->max_payload == 1048576);
   CHECK(r.value->external_url == "nats://10.0.0.1:4222,nats://10.0.0.2:4222");
   CHECK(r.value->server_bin == "/opt/nats/nats-server");
+}
+
+TEST_CASE("the default nats-server is ../bin/nats-server beside the plugin library") {
+  CHECK(default_server_binary("/usr/lib/cloud/plugins/libcloud_pubsub.so") == "/usr/lib/cloud/bin/nats-server");
+  CHECK(default_server_binary("/work/build/lib/cloud/plugins/libcloud_pubsub.so") ==
+        "/work/build/lib/cloud/bin/nats-server");
+  CHECK(default_server_binary("/opt/x/./plugins/libcloud_pubsub.so") == "/opt/x/bin/nats-server");
+}
+
+TEST_CASE("a bare NATS_SERVER_BIN is kept as given, to be searched on PATH") {
+  CHECK(read({{"NATS_SERVER_BIN", "nats-server"}}).value->server_bin == "nats-server");
 }
 
 TEST_CASE("resolve_binary searches PATH for a bare name and checks an explicit path") {

@@ -37,26 +37,55 @@ TEST_CASE("probing a closed port fails quickly with the reason") {
   CHECK(probe_jetstream("127.0.0.1", port, 1000ms).find("Connection refused") != std::string::npos);
 }
 
-TEST_CASE("a real nats-server with JetStream passes both probes and holds its port") {
+namespace {
+
+// Starts `binary` with JetStream on a free port, probes it, and checks what its INFO says.
+void probe_real_server(const char* binary, const std::string& expected_version) {
   std::string error;
   const auto port = pick_free_port("127.0.0.1", error);
   REQUIRE(port != 0);
-  const auto store = std::filesystem::temp_directory_path() / ("probe_test_" + std::to_string(::getpid()));
+  const auto store = std::filesystem::temp_directory_path() /
+                     ("probe_test_" + std::to_string(::getpid()) + "_" + std::to_string(port));
   std::filesystem::create_directories(store);
   child_process server;
-  REQUIRE(server.start(NATS_SERVER_EXECUTABLE,
-                       {"-js", "-a", "127.0.0.1", "-p", std::to_string(port), "-sd", store.string()}, {}, {}) == "");
+  REQUIRE(server.start(binary, {"-js", "-a", "127.0.0.1", "-p", std::to_string(port), "-sd", store.string()}, {},
+                       {}) == "");
   std::string js = "not tried";
+  server_info seen;
   for (int i = 0; i < 100 && !js.empty(); ++i) {
-    js = probe_jetstream("127.0.0.1", port, 1000ms);
+    js = probe_jetstream("127.0.0.1", port, 1000ms, &seen);
     if (!js.empty()) std::this_thread::sleep_for(50ms);
   }
   CHECK(js == "");
+  CHECK(seen.version == expected_version);  // what the launched server's INFO said
   const auto info = probe_info("127.0.0.1", port, 1000ms);
   REQUIRE(info.info);
   CHECK(info.info->jetstream);
+  CHECK(info.info->version == expected_version);
   CHECK(info.info->max_payload == 1024 * 1024);  // nats-server's default
   CHECK(claim_port("127.0.0.1", port).find("Address already in use") != std::string::npos);
   server.stop(3000ms);
   std::filesystem::remove_all(store);
+}
+
+}  // namespace
+
+TEST_CASE("the pinned nats-server passes both probes, states its version and holds its port") {
+  probe_real_server(CLOUD_TEST_NATS_SERVER, CLOUD_TEST_NATS_SERVER_VERSION);
+}
+
+TEST_CASE("the floor nats-server passes both probes and states its version") {
+  probe_real_server(CLOUD_TEST_NATS_SERVER_FLOOR, CLOUD_TEST_NATS_SERVER_FLOOR_VERSION);
+}
+
+TEST_CASE("json_string reads a string field of an INFO line") {
+  const std::string info =
+      R"({"server_id":"N1","version":"2.15.2","proto":1,"go":"go1.26.8","name":"a \"b\"","n":3})";
+  CHECK(json_string(info, "version") == "2.15.2");
+  CHECK(json_string(info, "go") == "go1.26.8");
+  CHECK(json_string(info, "name") == R"(a "b")");
+  CHECK(json_string(info, "proto") == "");    // a number, not a string
+  CHECK(json_string(info, "missing") == "");
+  CHECK(json_string(R"({"version":"2.1)", "version") == "");  // unterminated
+  CHECK(json_string(R"({"version": "2.10.27"})", "version") == "2.10.27");
 }
