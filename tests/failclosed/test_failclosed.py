@@ -1,6 +1,8 @@
 """HIP-1326 §5: amqp's mount fails CLOSED. For each way the bus or the port can be wrong,
 `cloud` exits non-zero within the startup window, the log names the failing step, and
-nothing accepts on the AMQP port."""
+nothing accepts on the AMQP port. A bus below the adaptor's floor (nats-server 2.10.16) is one
+of them: Debian 12's 2.9.10 (CLOUD_TEST_NATS_SERVER_BELOW_FLOOR) is this suite's fixture, the
+only place the project runs it."""
 import os
 import socket
 import subprocess
@@ -70,6 +72,33 @@ class FailClosedTest(unittest.TestCase):
             return cloud.log
         finally:
             cloud.cleanup()
+
+    def below_floor_server(self):
+        binary = cloudtest.NATS_SERVER_BELOW_FLOOR
+        self.assertTrue(os.access(binary, os.X_OK),
+                        f"{binary} (Debian 12's nats-server 2.9.10, the below-the-floor fixture) is missing: "
+                        "run scripts/install-deps")
+        self.assertEqual(cloudtest.server_version_of(binary), "2.9.10")
+        return binary
+
+    def assert_refused_below_the_floor(self, log):
+        self.assertIn("row 1 (amqp): bus version: the bus is nats-server 2.9.10, older than 2.10.16", log)
+        self.assertIn("CLOUD_PUBSUB_URL", log)
+        self.assertIn("NATS_SERVER_BIN", log)
+        self.assertIn("shutting down pubsub", log)
+
+    def test_an_embedded_server_below_the_floor_is_refused(self):
+        log = self.boot_fails({"NATS_SERVER_BIN": self.below_floor_server()})
+        self.assertIn("mounted pubsub", log)  # pubsub runs it; amqp refuses it
+        self.assertIn("nats-server 2.9.10 (", log)
+        self.assert_refused_below_the_floor(log)
+
+    def test_an_existing_bus_below_the_floor_is_refused(self):
+        with cloudtest.NatsServer(binary=self.below_floor_server()) as bus:
+            log = self.boot_fails({"CLOUD_PUBSUB_URL": bus.url})
+            self.assertIsNone(bus.proc.poll(), "the host must not stop a server it did not start")
+        self.assertIn(f"nats-server 2.9.10 at {bus.url}", log)
+        self.assert_refused_below_the_floor(log)
 
     def test_bus_unreachable(self):
         url = f"nats://127.0.0.1:{cloudtest.free_port()}"

@@ -8,6 +8,7 @@
 
 #include "amqp/broker/broker.hpp"
 #include "amqp/bus/client.hpp"
+#include "bus_version.hpp"
 #include "config.hpp"
 #include "plugin_api/export.hpp"
 #include "server.hpp"
@@ -79,6 +80,10 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     auto url = host.lookup("pubsub", "url");
     if (!url || url->empty()) {
       return failed("bus", "pubsub published no url; mount pubsub before amqp (its manifest row comes first)");
+    }
+    // The bus's nats-server must be one the adaptor supports (bus_version.hpp: 2.10.16 or newer).
+    if (auto refusal = refuse_server_version(host.lookup("pubsub", "server_version"))) {
+      return failed("bus version", *refusal);
     }
     std::optional<std::uint64_t> published_max;
     if (auto text = host.lookup("pubsub", "max_payload")) {
