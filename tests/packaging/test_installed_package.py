@@ -2,9 +2,11 @@
 
 CLOUD_BIN is /usr/bin/cloud and the manifest and plugin directory are the packaged ones; the
 harness (tests/support/cloudtest.py) gives the host ephemeral ports and a temporary data dir,
-on top of the environment package-check read from /etc/default/cloud. Not a ctest test: it
+on top of the environment package-check read from /etc/default/cloud. The host's nats-server
+child must run the binary the package ships (/usr/lib/cloud/bin/nats-server). Not a ctest test: it
 needs the package installed, which needs root.
 """
+import os
 import pwd
 import unittest
 import uuid
@@ -15,6 +17,7 @@ import cloudtest
 
 MANIFEST = "/usr/share/cloud/apps.json"
 PLUGIN_DIR = "/usr/lib/cloud/plugins"
+SHIPPED_SERVER = os.environ.get("CLOUD_TEST_SHIPPED_NATS_SERVER", "/usr/lib/cloud/bin/nats-server")
 
 
 def process_user(pid):
@@ -26,10 +29,19 @@ def process_user(pid):
 class InstalledPackage(unittest.TestCase):
     def test_packaged_host_serves_amqp_as_the_cloud_user(self):
         self.assertEqual(cloudtest.CLOUD_BIN, "/usr/bin/cloud")
-        with cloudtest.Cloud(manifest=MANIFEST, plugin_dir=PLUGIN_DIR) as cloud:
+        # NATS_SERVER_BIN as /etc/default/cloud sets it: unset by default, so the host runs the
+        # nats-server the package ships.
+        env = {"NATS_SERVER_BIN": os.environ.get("NATS_SERVER_BIN")}
+        with cloudtest.Cloud(manifest=MANIFEST, plugin_dir=PLUGIN_DIR, env=env) as cloud:
             self.assertEqual(process_user(cloud.proc.pid), "cloud")
             self.assertEqual(cloud.get("/v1/amqp/health"), (200, {"service": "amqp", "status": "ok"}))
             self.assertEqual(round_trip(cloud.amqp_port), b"packaged")
+            [child] = cloud.nats_children()
+            if env["NATS_SERVER_BIN"] is None:
+                self.assertEqual(cloudtest.executable_of(child), SHIPPED_SERVER)
+            _, health = cloud.get("/v1/health")
+            pubsub = next(s for s in health["services"] if s["service"] == "pubsub")
+            self.assertEqual(pubsub.get("server_version"), cloudtest.NATS_SERVER_VERSION, health)
 
 
 def round_trip(port):
