@@ -17,7 +17,7 @@ import cloudtest
 
 MANIFEST = "/usr/share/cloud/apps.json"
 PLUGIN_DIR = "/usr/lib/cloud/plugins"
-SHIPPED_SERVER = os.environ.get("CLOUD_TEST_SHIPPED_NATS_SERVER", "/usr/lib/cloud/bin/nats-server")
+SHIPPED_SERVER = os.environ.get("CLOUD_TEST_NATS_SERVER_SHIPPED", "/usr/lib/cloud/bin/nats-server")
 
 
 def process_user(pid):
