@@ -32,23 +32,32 @@ std::string unknown_tag_sentence(std::uint64_t tag) {
 
 enum class settlement { ack, requeue, drop };
 
-void settle_one(basic_state& s, outstanding_delivery& d, settlement how) {
-  auto& bus = s.ctx.state().bus();
-  switch (how) {
-    case settlement::ack: bus.ack(d.reply); break;
-    case settlement::requeue: bus.nak(d.reply); break;
-    case settlement::drop: bus.term(d.reply); break;
+// Settles deliveries taken out of `outstanding`. Requeues go in stream order, which is the order
+// the bus redelivers them in.
+void settle_all(basic_state& s, std::vector<outstanding_delivery> done, settlement how) {
+  auto& bus = s.ctx.bus();
+  if (how == settlement::requeue) {
+    std::stable_sort(done.begin(), done.end(),
+                     [](const auto& a, const auto& b) { return a.stream_seq < b.stream_seq; });
   }
-  if (d.owner) d.owner->release();
+  for (auto& d : done) {
+    switch (how) {
+      case settlement::ack: bus.ack(d.reply); break;
+      case settlement::requeue: bus.nak(d.reply); break;
+      case settlement::drop: bus.term(d.reply); break;
+    }
+    if (d.owner) d.owner->release();
+  }
 }
 
 // basic.ack / nack / reject. False when the channel was closed for an unknown tag.
 bool settle(basic_state& s, std::uint64_t tag, bool multiple, settlement how,
             wire::method_key during) {
+  std::vector<outstanding_delivery> done;
   if (multiple) {
     auto end = tag == 0 ? s.outstanding.end() : s.outstanding.upper_bound(tag);
     for (auto it = s.outstanding.begin(); it != end;) {
-      settle_one(s, it->second, how);
+      done.push_back(std::move(it->second));
       it = s.outstanding.erase(it);
     }
   } else {
@@ -57,16 +66,20 @@ bool settle(basic_state& s, std::uint64_t tag, bool multiple, settlement how,
       s.ctx.fail(wire::reply_code::precondition_failed, unknown_tag_sentence(tag), during);
       return false;
     }
-    settle_one(s, it->second, how);
+    done.push_back(std::move(it->second));
     s.outstanding.erase(it);
   }
+  settle_all(s, std::move(done), how);
   pump_consumers(s);
   return true;
 }
 
 void requeue_all(basic_state& s) {
-  for (auto& [tag, d] : s.outstanding) settle_one(s, d, settlement::requeue);
+  std::vector<outstanding_delivery> done;
+  done.reserve(s.outstanding.size());
+  for (auto& [tag, d] : s.outstanding) done.push_back(std::move(d));
   s.outstanding.clear();
+  settle_all(s, std::move(done), settlement::requeue);
 }
 
 // Detaches a consumer from the channel and from the broker's registry.
@@ -111,42 +124,31 @@ void with_usable_queue(channel_context& ctx, const std::string& queue, wire::met
 }  // namespace
 
 // One basic.get: a no-wait pull of one message, answered get-ok, or get-empty as soon as the
-// bus says nothing is ready (404, or 408 when other consumers' requests already claim what is
-// pending), as RabbitMQ answers at once.
-class get_request final : public pull_source::sink, public std::enable_shared_from_this<get_request> {
+// bus says nothing is ready for it (404, or 408 when other consumers' requests already claim
+// what is pending), as RabbitMQ answers at once. Owned by the channel (basic_state::get), with
+// a puller of its own: an answer that comes after the channel went goes back to the queue.
+class get_request final : public std::enable_shared_from_this<get_request> {
  public:
-  get_request(basic_state& s, std::string queue, bool no_ack)
-      : s_(s), queue_(std::move(queue)), no_ack_(no_ack),
-        deadline_(std::chrono::steady_clock::now() + get_wait), watchdog_(s.ctx.executor()) {}
+  get_request(basic_state& s, std::string queue, bool no_ack) : s_(s), queue_(std::move(queue)), no_ack_(no_ack) {}
 
   void start() {
-    source_ = pull_source::open(s_.ctx.state_ptr(), queue_, s_.ctx.executor(), this);
-    source_->request(1, no_wait);
-    // A request the bus never answers (it reached a consumer being replaced at that moment)
-    // must not hold the channel: past the wait and a margin, the get is answered empty.
-    watchdog_.expires_at(deadline_ + pull_expiry_margin);
-    watchdog_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-      auto self = weak.lock();
-      if (!self || ec) return;
-      if (!self->answered_) self->s_.ctx.reply(wire::basic_get_empty{});
-      self->finish();
-    });
-  }
-  void cancel() {
-    watchdog_.cancel();
-    if (source_) {
-      source_->detach();
-      source_->release();  // a get holds no delivery that must go back first
-    }
-    source_.reset();
+    std::weak_ptr<get_request> weak = weak_from_this();
+    bus::puller_callbacks callbacks;
+    callbacks.on_delivery = [weak, bus = s_.ctx.bus_ptr()](bus::delivery d) {
+      if (auto self = weak.lock()) return self->got(std::move(d));
+      bus->nak(d.reply);
+    };
+    callbacks.on_event = [weak](bus::pull_event e) {
+      if (auto self = weak.lock()) self->empty(e);
+    };
+    puller_ = s_.ctx.bus().make_puller(queue_, s_.ctx.executor(), std::move(callbacks));
+    puller_->request(1, no_wait);
   }
 
-  void on_message(bus::delivery d) override {
-    if (!delivers_to(s_.ctx.state(), queue_, d.subject)) {
-      s_.ctx.state().bus().ack(d.reply);  // not this queue's (2.9 cover): the request goes on
-      return;
-    }
-    answered_ = true;
+ private:
+  static constexpr std::chrono::milliseconds no_wait{0};  // the bus's no-wait pull (client.hpp)
+
+  void got(bus::delivery d) {
     const auto addr = routing::split_subject(d.subject).value_or(routing::address{});
     const std::uint64_t tag = ++s_.next_tag;
     auto props = delivered_properties(d.amqp_props, d.delivered);
@@ -158,42 +160,39 @@ class get_request final : public pull_source::sink, public std::enable_shared_fr
                     s_.ctx.frame_max());
     s_.ctx.send(std::move(out));
     if (no_ack_) {
-      s_.ctx.state().bus().ack(d.reply);
+      s_.ctx.bus().ack(d.reply);
     } else {
-      s_.outstanding.emplace(tag, outstanding_delivery{std::move(d.reply), nullptr});
-    }
-  }
-
-  void on_request_end(const bus::pull_event* why, std::uint32_t) override {
-    if (!answered_) {
-      // Without an event the request was filled by messages of another binding of 2.9's
-      // covering filter, skipped above: look again while the bound allows.
-      if (why == nullptr && std::chrono::steady_clock::now() < deadline_) {
-        source_->request(1, no_wait);
-        return;
-      }
-      s_.ctx.reply(wire::basic_get_empty{});
+      s_.outstanding.emplace(tag, outstanding_delivery{std::move(d.reply), d.stream_seq, nullptr});
     }
     finish();
   }
 
- private:
-  static constexpr std::chrono::milliseconds no_wait{0};  // the bus's no_wait pull (client.hpp)
+  void empty(const bus::pull_event& e) {
+    if (e.status == bus::pull_status::no_messages || e.status == bus::pull_status::request_expired) {
+      s_.ctx.reply(wire::basic_get_empty{});
+      return finish();
+    }
+    // The first word from the server says why; the request itself is over once it is counted.
+    if (why_.empty()) why_ = (e.code != 0 ? std::to_string(e.code) + " " : std::string{}) + e.description;
+    if (e.unfilled == 0) return;
+    auto keep = std::move(s_.get);  // destroys this object when the scope ends
+    s_.ctx.fail(wire::reply_code::internal_error,
+                "the bus did not answer basic.get on queue " + quoted(queue_) + " (" + why_ +
+                    "); retry on a new channel",
+                wire::basic_get::key);
+  }
 
   void finish() {
-    cancel();
     auto& ctx = s_.ctx;
-    auto keep = std::move(s_.get);  // destroys this object when the scope ends
+    auto keep = std::move(s_.get);  // destroys this object (and its puller) when the scope ends
     ctx.finish();
   }
 
   basic_state& s_;
   std::string queue_;
   bool no_ack_;
-  std::chrono::steady_clock::time_point deadline_;
-  boost::asio::steady_timer watchdog_;
-  std::shared_ptr<pull_source> source_;
-  bool answered_ = false;
+  std::shared_ptr<bus::puller> puller_;
+  std::string why_;  // what the bus said, when it did not answer with a message or empty
 };
 
 // ---- helpers shared with consumer.cpp ---------------------------------------------------
@@ -208,7 +207,7 @@ void pump_consumers(basic_state& s) {
 
 std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_ack,
                       const std::shared_ptr<consumer>& owner, bus::delivery d) {
-  auto& bus = s.ctx.state().bus();
+  auto& bus = s.ctx.bus();
   if (!s.ctx.is_open() || s.closed) {
     bus.nak(d.reply);  // the channel is going: the message goes back, never dropped
     if (owner) owner->release();
@@ -226,7 +225,7 @@ std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_a
   if (no_ack) {
     bus.ack(d.reply);
   } else {
-    s.outstanding.emplace(tag, outstanding_delivery{std::move(d.reply), owner});
+    s.outstanding.emplace(tag, outstanding_delivery{std::move(d.reply), d.stream_seq, owner});
   }
   return tag;
 }
@@ -297,14 +296,23 @@ void basic_class::on_method(wire::basic_consume m) {
 
 void basic_class::on_method(wire::basic_cancel m) {
   auto& s = *state_;
-  if (auto it = s.consumers.find(m.consumer_tag); it != s.consumers.end()) {
-    auto c = it->second;
-    s.consumers.erase(it);
-    // Its unsettled deliveries stay outstanding: the client may still ack them (RabbitMQ).
-    drop_consumer(s, *c, true);
-  }
-  if (!m.no_wait) s.ctx.reply(wire::basic_cancel_ok{m.consumer_tag});  // unknown tag: ok too
-  s.ctx.finish();
+  auto answer = [&s, tag = m.consumer_tag, no_wait = m.no_wait] {
+    if (!no_wait) s.ctx.reply(wire::basic_cancel_ok{tag});  // unknown tag: ok too
+    s.ctx.finish();
+  };
+  auto it = s.consumers.find(m.consumer_tag);
+  if (it == s.consumers.end() || it->second->cancelling()) return answer();
+  // It stays in `consumers` until the bus's requests are over, so that closing the channel
+  // meanwhile stops it (stop() drops this continuation, and `s` with it).
+  it->second->cancel([&s, tag = m.consumer_tag, answer] {
+    if (auto c = s.consumers.find(tag); c != s.consumers.end()) {
+      auto gone = c->second;
+      s.consumers.erase(c);
+      // Its unsettled deliveries stay outstanding: the client may still settle them (RabbitMQ).
+      s.ctx.state().remove_consumer(gone->queue(), s.ctx, gone->tag());
+    }
+    answer();
+  });
 }
 
 void basic_class::on_method(wire::basic_get m) {
@@ -361,10 +369,7 @@ void basic_class::closed() {
   // Requeue first, so nothing waits out the five-minute ack wait; then the consumers go
   // (which may auto-delete their queue).
   requeue_all(s);
-  if (s.get) {
-    s.get->cancel();
-    s.get.reset();
-  }
+  s.get.reset();  // an answer still to come goes back to the queue
   auto consumers = std::move(s.consumers);
   s.consumers.clear();
   for (auto& [tag, c] : consumers) drop_consumer(s, *c, true);
@@ -377,6 +382,10 @@ void basic_class::queue_deleted(const std::string& queue) {
   auto& s = *state_;
   for (auto it = s.consumers.begin(); it != s.consumers.end();) {
     if (it->second->queue() != queue) {
+      ++it;
+      continue;
+    }
+    if (it->second->cancelling()) {  // the client's own cancel ends it, and is answered
       ++it;
       continue;
     }

@@ -1,10 +1,4 @@
 #pragma once
-// REQUEST(core): the exclusive-consumer registry (claim_consumer/release_consumer in
-//   consumer.cpp, a process-wide map keyed by broker) belongs in `broker` beside the consumer
-//   registry; and tests/amqp_messaging/publish_confirms_test.cpp belongs in broker/tests.
-// REQUEST(server/core): connection_port should expose the session's outbound back-pressure
-//   (e.g. `bool backlogged() const` and `void when_drained(std::function<void()>)`), so no-ack
-//   consumers pull only what the socket can take; today they pull one batch at a time.
 // The basic and confirm classes of one channel: publishing, consuming, getting, settling.
 //
 // Design (HIP-1326 §2.2, §3, §4, §4.1; DESIGN.md §5-§7)
@@ -27,15 +21,13 @@
 // asked for no confirmation still must not believe a dropped message was stored.
 //
 // Consuming (consumer.hpp). One bus puller per AMQP consumer on the queue's durable, so
-// competing consumers split the queue. A consumer keeps at most one pull request outstanding,
-// sized by its credit: credit = min(per-consumer prefetch, channel-global prefetch) minus what
-// is in flight or already asked for, so prefetch is a true in-flight bound and never a mere
-// fetch size. A request that expires is re-armed; a settled delivery releases credit and
-// re-arms. no-ack consumers are unbounded by prefetch but pull a fixed batch at a time and
-// re-arm only once the batch is written, so the adaptor buffers at most one batch per
-// consumer. On nats-server 2.9 a queue's durable reads the narrowest single cover of its
-// filters, so each delivery is matched against the queue's exact filters from the mirror;
-// one matching none is acked on the bus and never shown to the client.
+// competing consumers split the queue. A consumer keeps the bus asked for what its credit allows:
+// credit = min(per-consumer prefetch, its share of the channel-global prefetch) minus what is in
+// flight (delivered and unsettled, or asked for and not arrived), so prefetch is a true
+// in-flight bound and never a mere fetch size; it asks again once half its window is free, so
+// deliveries never wait for a round trip to the bus. A request that expires is re-armed.
+// no-ack consumers are unbounded by prefetch (§3): what bounds every consumer is the
+// connection's output, while it is backlogged no consumer asks for more.
 //
 // Delivering (delivery.hpp). exchange/key come from the subject; redelivered = delivered > 1
 // and then `x-delivery-count` = delivered - 1 is added to the headers table (first
@@ -48,12 +40,17 @@
 // is 406 "unknown delivery tag N" and the channel closes (RabbitMQ). basic.recover, with
 // either requeue value, naks everything outstanding (the bus redelivers to whichever consumer
 // pulls next: there is no way to pin a message to its former consumer) and answers
-// recover-ok; recover-async is 540 with its remedy.
+// recover-ok; recover-async is 540 with its remedy. What is requeued at once is NAK'ed in
+// stream order: the bus redelivers in NAK order, ahead of what it never delivered.
+//
+// Cancelling. basic.cancel ends the consumer's open pull requests (the bus has no other way to
+// cancel one: its inbox loses interest); what the bus had already sent is delivered before
+// cancel-ok, as RabbitMQ delivers what it had sent before the cancel, and nothing after it.
+// Its unsettled deliveries stay outstanding: the client may still settle them.
 //
 // Closing. closed() naks every outstanding delivery at once (never left to the five-minute
-// ack wait), detaches every puller and removes every consumer from the broker's registry
-// (auto-delete happens there). A puller with a request still outstanding on the server is
-// kept draining until that request ends: whatever it still receives is nak'ed, not dropped.
+// ack wait), stops every consumer and removes it from the broker's registry (auto-delete
+// happens there). What a stopped consumer's requests still bring goes straight back.
 //
 // Decisions where RabbitMQ and the reference differ:
 // - A duplicate consumer tag on a channel is RabbitMQ's connection-level 530 NOT_ALLOWED
@@ -79,15 +76,12 @@
 
 namespace amqp::broker {
 
-// The most a basic.get spends on the bus (skipping another binding's messages, or an answer
-// that never comes because the request met a consumer being replaced) before get-empty.
-inline constexpr std::chrono::milliseconds get_wait{300};
-
 class get_request;  // basic.cpp: one basic.get in progress
 
 // A delivery the client has not settled yet.
 struct outstanding_delivery {
   std::string reply;                   // the bus's ack subject
+  std::uint64_t stream_seq = 0;        // its place in the queue (requeues go back in this order)
   std::shared_ptr<consumer> owner;     // null for basic.get: no credit to release
 };
 

@@ -19,7 +19,6 @@
 #include <random>
 #include <stdexcept>
 
-#include "amqp/routing/filters.hpp"
 #include "channel_context.hpp"
 #include "topology_store.hpp"
 
@@ -54,11 +53,8 @@ void broker::warn(std::string_view text) const {
 
 // ---- the mirror
 
-bus::consumer_filters broker::filters_of(const std::string& queue) const {
-  bus::consumer_filters filters;
-  filters.exact = read_topology([&](const routing::topology& t) { return t.queue_filters(queue); });
-  filters.cover = routing::covering_filter(filters.exact);
-  return filters;
+std::vector<std::string> broker::filters_of(const std::string& queue) const {
+  return read_topology([&](const routing::topology& t) { return t.queue_filters(queue); });
 }
 
 void broker::apply_entry(const std::string& key, const std::optional<std::string>& value,
@@ -67,24 +63,8 @@ void broker::apply_entry(const std::string& key, const std::optional<std::string
   apply_locked(key, value, revision);
 }
 
-bool broker::binds(const std::string& queue, std::string_view subject) const {
-  std::shared_lock lock(topology_mutex_);
-  std::lock_guard cache_lock(filter_cache_mutex_);
-  if (filter_cache_generation_ != topology_generation_) {
-    filter_cache_.clear();
-    filter_cache_generation_ = topology_generation_;
-  }
-  auto it = filter_cache_.find(queue);
-  if (it == filter_cache_.end()) it = filter_cache_.emplace(queue, topology_.queue_filters(queue)).first;
-  const auto& filters = it->second;
-  if (filters.empty()) return true;
-  return std::any_of(filters.begin(), filters.end(),
-                     [&](const std::string& f) { return routing::subject_matches(f, subject); });
-}
-
 bool broker::apply_locked(const std::string& key, const std::optional<std::string>& value,
                           std::uint64_t revision) {
-  ++topology_generation_;  // called under the unique lock
   // The watch may trail this process's own writes: an older revision must not undo them.
   auto& known = revisions_[key];
   if (revision != 0 && revision <= known) return false;
@@ -276,49 +256,6 @@ void broker::remove_consumer(const std::string& queue, const channel_context& ch
   if (auto_delete) delete_queue(queue);
 }
 
-void broker::note_unseen_delivery(const std::string& queue, std::uint64_t stream_seq) {
-  constexpr std::size_t remembered = 65536;  // a bound, not a cache: past it, entries are dropped
-  std::lock_guard lock(unseen_mutex_);
-  if (unseen_.size() >= remembered) unseen_.erase(unseen_.begin());
-  ++unseen_[{queue, stream_seq}];
-}
-
-std::uint64_t broker::take_unseen_deliveries(const std::string& queue, std::uint64_t stream_seq) {
-  std::lock_guard lock(unseen_mutex_);
-  if (unseen_.empty()) return 0;
-  auto it = unseen_.find({queue, stream_seq});
-  if (it == unseen_.end()) return 0;
-  const auto count = it->second;
-  unseen_.erase(it);
-  return count;
-}
-
-void broker::draining_opened(const std::string& queue) {
-  std::lock_guard lock(draining_mutex_);
-  ++draining_[queue].open;
-}
-
-void broker::draining_closed(const std::string& queue) {
-  std::vector<std::pair<boost::asio::any_io_executor, std::function<void()>>> waiting;
-  {
-    std::lock_guard lock(draining_mutex_);
-    auto it = draining_.find(queue);
-    if (it == draining_.end() || --it->second.open > 0) return;
-    waiting = std::move(it->second.waiting);
-    draining_.erase(it);
-  }
-  for (auto& [ex, resume] : waiting) boost::asio::post(ex, std::move(resume));
-}
-
-bool broker::wait_until_drained(const std::string& queue, const boost::asio::any_io_executor& ex,
-                                std::function<void()> resume) {
-  std::lock_guard lock(draining_mutex_);
-  auto it = draining_.find(queue);
-  if (it == draining_.end()) return false;
-  it->second.waiting.emplace_back(ex, std::move(resume));
-  return true;
-}
-
 std::uint32_t broker::consumer_count(const std::string& queue) const {
   std::lock_guard lock(owners_mutex_);
   auto it = consumers_.find(queue);
@@ -387,6 +324,8 @@ std::shared_ptr<broker> make_broker(boost::asio::io_context& io, std::shared_ptr
 }
 
 const settings& settings_of(const broker& b) { return b.config(); }
+
+std::shared_ptr<bus::client> connection_bus(broker& b) { return b.bus_ptr(); }
 
 void stop_broker(broker& b) { b.stop(); }
 

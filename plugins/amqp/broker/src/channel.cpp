@@ -148,7 +148,8 @@ channel_context::channel_context(std::shared_ptr<broker> b, connection_port& por
       id_(id),
       connection_id_(port.connection_id()),
       frame_max_(port.frame_max()),
-      executor_(port.executor()) {
+      executor_(port.executor()),
+      bus_(port.bus()) {
   basic_ = std::make_unique<basic_class>(*this);
 }
 

@@ -22,7 +22,6 @@
 #include <optional>
 #include <set>
 #include <shared_mutex>
-#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -51,6 +50,7 @@ class broker : public std::enable_shared_from_this<broker> {
 
   const settings& config() const { return settings_; }
   bus::client& bus() { return *bus_; }
+  const std::shared_ptr<bus::client>& bus_ptr() const { return bus_; }
   boost::asio::io_context& io() { return io_; }
   // The bus client's worker pool: blocking nats.c calls run there and nowhere else.
   boost::asio::any_io_executor bus_executor() { return bus_->worker_executor(); }
@@ -63,14 +63,9 @@ class broker : public std::enable_shared_from_this<broker> {
     std::shared_lock lock(topology_mutex_);
     return std::forward<Fn>(fn)(static_cast<const routing::topology&>(topology_));
   }
-  // The queue's filters as its bus consumer is asked for them: exact = normalized
-  // queue_filters (default binding included), cover = their narrowest single cover (2.9).
-  // Empty `exact` when the queue is not in the mirror.
-  bus::consumer_filters filters_of(const std::string& queue) const;
-  // Whether `subject` matches one of the queue's bindings (true for a queue not in the mirror):
-  // asked for every delivery on 2.9, so the exact filters are cached per queue until the
-  // topology changes.
-  bool binds(const std::string& queue, std::string_view subject) const;
+  // The queue's filters as its bus consumer is asked for them (normalized queue_filters, the
+  // default binding included). Empty when the queue is not in the mirror.
+  std::vector<std::string> filters_of(const std::string& queue) const;
 
   // ---- exclusive queues (owned by one connection of THIS process; see broker.cpp on replicas)
   std::optional<std::uint64_t> exclusive_owner(const std::string& queue) const;
@@ -97,26 +92,6 @@ class broker : public std::enable_shared_from_this<broker> {
                        const std::string& consumer_tag);
   std::uint32_t consumer_count(const std::string& queue) const;
 
-  // ---- deliveries the bus counted but no client saw (they reached a pull request that outlived
-  //      its consumer and were handed back): discounted from the next delivery's redelivered
-  //      flag and x-delivery-count, as RabbitMQ counts only deliveries a client received.
-  //      Per process and bounded: another replica's next delivery may still count them.
-  void note_unseen_delivery(const std::string& queue, std::uint64_t stream_seq);
-  // How many unseen deliveries `stream_seq` of `queue` had; forgets them.
-  std::uint64_t take_unseen_deliveries(const std::string& queue, std::uint64_t stream_seq);
-
-  // ---- pull requests that outlived their consumer (pull_source::detach)
-  //      The server hands a queue's next messages to its oldest open request, so a new pull on
-  //      the queue would overtake what such a request still brings, and what it brought goes
-  //      back behind what the new pull got (seen: [m8 m9 m10 m6 m7]). A queue's new consumers
-  //      therefore wait until every such request ended and its messages went back: at most the
-  //      pull expiry after the cancel. Per process, like the consumers they wait for.
-  void draining_opened(const std::string& queue);
-  void draining_closed(const std::string& queue);
-  // False when `queue` has no such request; otherwise `resume` is posted to `ex` once it has none.
-  bool wait_until_drained(const std::string& queue, const boost::asio::any_io_executor& ex,
-                          std::function<void()> resume);
-
   // ---- deleting a queue (queue.delete, exclusive owner gone, auto-delete, a watch delete)
   // The local half, immediate: mirror entry, exclusive claim and live consumers (each channel
   // that had one gets basic_class::queue_deleted on its own executor).
@@ -131,7 +106,6 @@ class broker : public std::enable_shared_from_this<broker> {
   template <class Fn>
   auto write_topology(Fn&& fn) {
     std::unique_lock lock(topology_mutex_);
-    ++topology_generation_;
     return std::forward<Fn>(fn)(topology_);
   }
   // A bucket entry written or re-read by this process: applied unless the mirror already
@@ -183,10 +157,6 @@ class broker : public std::enable_shared_from_this<broker> {
 
   mutable std::shared_mutex topology_mutex_;
   routing::topology topology_;
-  std::uint64_t topology_generation_ = 0;  // bumped (under the unique lock) by every change
-  mutable std::mutex filter_cache_mutex_;  // taken under the shared lock, by binds() only
-  mutable std::uint64_t filter_cache_generation_ = 0;
-  mutable std::unordered_map<std::string, std::vector<std::string>> filter_cache_;
   std::map<std::string, std::uint64_t> revisions_;  // bucket key → newest revision applied
   boost::asio::strand<boost::asio::io_context::executor_type> mirror_strand_;
   bus::topology_watch watch_;
@@ -199,15 +169,6 @@ class broker : public std::enable_shared_from_this<broker> {
   std::set<std::string> transient_;
   bool stopped_ = false;
 
-  std::mutex unseen_mutex_;
-  std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> unseen_;  // (queue, seq) → count
-
-  struct draining_queue {
-    std::size_t open = 0;
-    std::vector<std::pair<boost::asio::any_io_executor, std::function<void()>>> waiting;
-  };
-  std::mutex draining_mutex_;
-  std::map<std::string, draining_queue> draining_;
 };
 using broker_state = broker;
 
@@ -270,6 +231,9 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
   std::uint64_t connection_id() const { return connection_id_; }
   const boost::asio::any_io_executor& executor() const { return executor_; }
   std::uint32_t frame_max() const { return frame_max_; }
+  // The connection's bus client: its publishes, pulls and settlements go through it.
+  bus::client& bus() { return *bus_; }
+  const std::shared_ptr<bus::client>& bus_ptr() const { return bus_; }
   basic_class& basic() { return *basic_; }
   // False once the channel is closed (by either side) or the connection ended: nothing may be
   // sent any more, and handlers drop their work.
@@ -327,6 +291,7 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
   std::uint64_t connection_id_;
   std::uint32_t frame_max_;
   boost::asio::any_io_executor executor_;
+  std::shared_ptr<bus::client> bus_;
   std::unique_ptr<basic_class> basic_;
   bool open_ = true;
 };

@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <span>
 
-#include "amqp/routing/filters.hpp"
-#include "channel_context.hpp"
-
 namespace amqp::broker {
 namespace {
 
@@ -39,11 +36,6 @@ wire::result<std::string> delivered_properties(std::string_view property_octets,
   if (!props.headers) props.headers.emplace();
   set_delivery_count(*props.headers, static_cast<std::int64_t>(delivered - 1));
   return wire::encode_properties(props);
-}
-
-bool delivers_to(broker& b, const std::string& queue, std::string_view subject) {
-  if (b.bus().multi_filter()) return true;
-  return b.binds(queue, subject);
 }
 
 }  // namespace amqp::broker

@@ -11,15 +11,6 @@
 
 namespace amqp::broker {
 
-class broker;
-
-// Does a message the queue's bus consumer brought belong to the queue? Always, when the
-// server filters exactly (>= 2.10). On 2.9 the consumer reads the narrowest single cover of
-// the queue's filters (DESIGN §5), so the subject is matched against the exact filters from
-// the mirror. A queue the mirror does not know (yet) is given the benefit of the doubt:
-// dropping a message is worse than delivering one that a binding just stopped covering.
-bool delivers_to(broker& b, const std::string& queue, std::string_view subject);
-
 // The content-header property octets a client should see for a message the bus delivered
 // for the `delivered`-th time. A first delivery passes the publisher's octets verbatim; a
 // redelivery gets header `x-delivery-count` = delivered - 1 (as RabbitMQ's quorum queues

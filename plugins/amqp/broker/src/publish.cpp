@@ -138,7 +138,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
     ++s.publishes_in_flight;
     s.publish_cost_in_flight += cost;
     chan.port().publish_handed(cost);
-    chan.state().bus().publish(
+    chan.bus().publish(
         *subject, bus::base64_encode(property_octets), std::move(body), chan.executor(),
         [this, weak = chan.weak_from_this(), seq, cost, subj = *subject](bus::bus_status stored) {
           auto alive = weak.lock();

@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 
+#include "amqp/routing/filters.hpp"
 #include "amqp/routing/names.hpp"
 #include "channel_context.hpp"
 #include "handler_support.hpp"
@@ -59,6 +60,24 @@ std::optional<std::string> queue_name(channel_context& ctx, const std::string& g
   return name;
 }
 
+// nats-server before 2.14 refuses a consumer whose filters overlap without one containing the
+// other: such a binding is refused before anything is written, naming both subjects and the way out.
+std::optional<routing::refusal> overlap_refusal(channel_context& ctx, const std::string& queue,
+                                                const std::vector<std::string>& added, const std::string& binding_key) {
+  if (ctx.bus().overlapping_filters()) return std::nullopt;
+  auto filters = ctx.state().filters_of(queue);
+  filters.insert(filters.end(), added.begin(), added.end());
+  auto overlap = routing::partial_overlap(routing::normalize_filters(std::move(filters)));
+  if (!overlap) return std::nullopt;
+  const bool first_is_new = std::find(added.begin(), added.end(), overlap->first) != added.end();
+  const auto& other = first_is_new ? overlap->second : overlap->first;
+  // Short: a reply text is at most 255 octets.
+  return routing::refusal{wire::reply_code::not_implemented,
+                          "binding key " + quoted(binding_key) + " of queue " + quoted(queue) + " overlaps " + other +
+                              ", neither containing the other; this nats-server refuses that (2.14+ takes it): "
+                              "use a newer nats-server or keys that do not overlap"};
+}
+
 // Calls then() once the queue is known to exist (mirror, else bucket) and this connection may
 // use it; otherwise the channel fails with 404 or 405. `ask_bucket` skips the mirror: a
 // passive declare is a question about the bucket, and a mirror hit may be a queue another
@@ -75,12 +94,12 @@ void with_queue(channel_context& ctx, const std::string& name, wire::method_key 
              });
 }
 
-// Pending messages, re-creating the consumer when it is missing (deleted behind our back, or
-// a replica stopped between writing the key and creating it). On nats-server 2.9 the count is
-// of the covering filter's messages: an upper bound (DESIGN.md §5).
+// Messages ready for delivery (never delivered, or requeued), re-creating the consumer when it
+// is missing (deleted behind our back, or a replica stopped between writing the key and
+// creating it).
 count_or_failure pending_or_heal(broker& b, const std::string& queue) {
   auto info = b.bus().queue_info(queue);
-  if (info) return info->num_pending;
+  if (info) return info->ready();
   if (info.error().kind != bus::bus_errc::not_found) return store::failure{info.error().text};
   if (auto failed = store::converge_consumer(b, queue)) return *failed;
   return std::uint64_t{0};
@@ -220,6 +239,7 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m) {
                  // Validates the key against the kind: what NATS cannot express is refused.
                  auto filters = routing::binding_filters(exchange, kind->kind, m.routing_key);
                  if (!filters) return refuse(ctx, filters.error(), key);
+                 if (auto why = overlap_refusal(ctx, queue, *filters, m.routing_key)) return refuse(ctx, *why, key);
 
                  const routing::binding wanted{exchange, m.routing_key};
                  auto add = [wanted](routing::queue_def& def) {

@@ -130,7 +130,7 @@ std::optional<failure> converge_consumer(broker& b, const std::string& queue) {
     }
     b.apply_entry(key, before->value, before->revision);
     auto filters = b.filters_of(queue);
-    if (filters.exact.empty()) return std::nullopt;  // the mirror has newer news: it is gone
+    if (filters.empty()) return std::nullopt;  // the mirror has newer news: it is gone
     if (auto ensured = b.bus().ensure_queue_consumer(queue, filters); !ensured) {
       return from_bus(ensured.error());
     }
@@ -243,7 +243,7 @@ std::optional<failure> remove_entry(broker& b, const std::string& key) {
 
 std::variant<std::uint64_t, failure> pending_messages(broker& b, const std::string& queue) {
   auto info = b.bus().queue_info(queue);
-  if (info) return info->num_pending;
+  if (info) return info->ready();
   if (info.error().kind == bus::bus_errc::not_found) return std::uint64_t{0};
   return from_bus(info.error());
 }

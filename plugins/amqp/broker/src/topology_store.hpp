@@ -81,7 +81,7 @@ std::optional<failure> reap_auto_delete_exchanges(broker& b, const std::vector<s
 // is success.
 std::optional<failure> remove_entry(broker& b, const std::string& key);
 
-// How many messages the queue's consumer has pending (0 when the consumer is absent).
+// How many messages the queue holds ready for delivery (0 when its consumer is absent).
 std::variant<std::uint64_t, failure> pending_messages(broker& b, const std::string& queue);
 
 }  // namespace store

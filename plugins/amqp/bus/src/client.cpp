@@ -13,8 +13,9 @@ bus_result<std::shared_ptr<client>> client::open(const client_options& options) 
   auto c = std::make_shared<detail::client_impl>(options);
   using step_fn = bus_status (detail::client_impl::*)();
   for (step_fn step : {&detail::client_impl::dial, &detail::client_impl::ensure_stream,
-                       &detail::client_impl::ensure_bucket, &detail::client_impl::detect_strategy,
-                       &detail::client_impl::reclaim_unacked, &detail::client_impl::start_inbox}) {
+                       &detail::client_impl::ensure_bucket, &detail::client_impl::probe_filters,
+                       &detail::client_impl::start_inbox,
+                       &detail::client_impl::reclaim_unacked}) {
     if (auto done = (c.get()->*step)(); !done) {
       c->close();
       return done.error();
@@ -24,7 +25,7 @@ bus_result<std::shared_ptr<client>> client::open(const client_options& options) 
 }
 
 std::int64_t client::max_payload() const { return max_payload_; }
-bool client::multi_filter() const { return multi_filter_; }
+bool client::overlapping_filters() const { return overlapping_filters_; }
 
 }  // namespace amqp::bus
 
@@ -132,7 +133,7 @@ void client_impl::arm_sweep() {
 
 void client_impl::sweep() {
   std::vector<pending_publish> expired;
-  std::vector<deferred_pull> released;
+  std::vector<resume_fn> released;
   {
     std::lock_guard lock{mutex_};
     sweep_armed_ = false;
@@ -150,7 +151,7 @@ void client_impl::sweep() {
     send_waiting_locked();
     arm_sweep();
   }
-  send_deferred(std::move(released));
+  for (auto& [ex, resume] : released) boost::asio::post(ex, std::move(resume));
   for (auto& p : expired) {
     auto err = failure("publish to " + p.subject, "the bus did not confirm within " +
                                                       std::to_string(options_.publish_timeout.count()) + " ms");
@@ -174,17 +175,16 @@ void client_impl::fail_all_publishes(const std::string& why) {
 
 void client_impl::close() {
   if (closed_.exchange(true)) return;
-  std::vector<std::shared_ptr<puller_impl>> pullers;
   std::vector<std::shared_ptr<topology_watch::state>> watches;
   {
     std::lock_guard lock{mutex_};
-    for (auto& [id, weak] : pullers_)
-      if (auto p = weak.lock()) pullers.push_back(std::move(p));
     for (auto& weak : watches_)
       if (auto w = weak.lock()) watches.push_back(std::move(w));
     watches_.clear();
+    // Pullers belong to their executors: closing the connection below closes their
+    // subscriptions, and each learns it through its on-complete callback.
+    pullers_.clear();
   }
-  for (auto& p : pullers) p->stop();
   for (auto& w : watches) w->stop();
   if (conn_) natsConnection_FlushTimeout(conn_.get(), 1000);  // pending acks reach the server
   if (inbox_sub_) {

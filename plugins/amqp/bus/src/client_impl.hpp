@@ -1,7 +1,7 @@
 #pragma once
 // The client behind amqp/bus/client.hpp. One nats connection; one wildcard reply
-// subscription (`<inbox>.>`) that carries every pull response and every publish ack, so the
-// number of nats threads does not grow with queues or consumers.
+// subscription (`<inbox>.>`) that carries every publish ack and answered NAK, and one
+// subscription per puller, whose interest is what its pull requests live on.
 #include <utility>  // before Asio: see platform-notes
 
 #include <boost/asio/steady_timer.hpp>
@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -31,51 +32,90 @@ extern const char* const no_jetstream_text;
 bus_result<json> parse_api_reply(std::string_view step, natsMsg* reply);
 // The delivery fields carried by a `$JS.ACK...` reply subject (v1 and v2 forms).
 bool parse_ack_subject(std::string_view reply, delivery& out);
+// The consumer (queue) a `$JS.ACK...` subject names; empty when it is not one.
+std::string_view consumer_of(std::string_view reply);
+// A message a pull brought: a delivery, or the headers-only status that ends a request.
+struct arrival {
+  std::optional<delivery> message;
+  pull_event status;  // when !message; code 100 is a heartbeat
+  std::optional<std::uint32_t> unfilled;  // the status's Nats-Pending-Messages, when it has one
+};
+arrival read_arrival(natsMsg* msg);
 
-// One queue's pull loop (see amqp/bus/client.hpp). Holds the client weakly; the client holds
-// it weakly too, so neither keeps the other alive.
+// A queue's pull requests (see amqp/bus/client.hpp). Everything but the nats callbacks runs on
+// the executor.
+//
+// JetStream delivers a pulled message under its own subject, so a delivery cannot be told apart
+// by request, only by the inbox (subscription) it came through: what is asked for is counted per
+// inbox. A request ends filled (silently), with a 408 naming how many it left unfilled, or with a
+// status that says nothing of that (409 consumer deleted, leadership change, ...): then the inbox
+// is replaced, and whatever its requests did not bring is known once it is drained.
 class puller_impl final : public puller, public std::enable_shared_from_this<puller_impl> {
  public:
-  puller_impl(std::weak_ptr<client_impl> owner, std::string queue,
-              boost::asio::any_io_executor ex, std::function<void(delivery)> on_delivery,
-              std::function<void(pull_event)> on_event);
-  // Subscribes the puller's own inbox (nats.c's shared delivery pool, not a thread).
-  bus_status start(natsConnection* conn);
+  puller_impl(std::weak_ptr<client_impl> owner, std::string queue, boost::asio::any_io_executor ex,
+              puller_callbacks callbacks);
   ~puller_impl() override;
+  bus_status start();
   void request(std::uint32_t batch, std::chrono::milliseconds expires) override;
+  std::uint32_t asked() const override { return asked_; }
   void stop() override;
   const std::string& queue() const override { return queue_; }
-  const std::string& inbox() const { return inbox_; }
-  bool stopped() const { return stopped_; }
 
-  // Called on nats threads: post to the executor, nothing else.
-  void post_delivery(delivery d);
-  void post_event(pull_event e);
-  void report_unsent();  // the request it asked for could not be sent
+  // Any thread: the bus connection came back. Requests may have died with the old one, or
+  // not: the inbox is replaced, which ends them for certain.
+  void post_rotate();
 
  private:
-  struct holder {  // the subscription's closure; freed by its on-complete callback
+  // One inbox's subscription, shared by the puller (while it is the current one) and the
+  // subscription's closure (until its on-complete callback): the handle goes only once both
+  // are done with it, so a draining subscription is never destroyed (which would unsubscribe
+  // it at once, dropping what is still on its way).
+  struct inbox_box {
     std::weak_ptr<puller_impl> puller;
     std::weak_ptr<client_impl> owner;
+    std::string queue;
+    std::uint32_t generation = 0;
+    subscription_ptr sub;
   };
+  struct inbox_count {
+    std::uint32_t asked = 0;  // asked through this inbox, neither arrived nor reported unfilled
+    std::chrono::steady_clock::time_point answer_by{};  // its newest request's expiry, plus a margin
+  };
+  struct wanted {
+    std::uint32_t batch = 0;
+    std::chrono::milliseconds expires{};
+  };
+
   static void on_msg(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
   static void on_complete(void* closure);
-  void handle(natsMsg* msg);
-
-  struct callbacks {
-    std::function<void(delivery)> on_delivery;
-    std::function<void(pull_event)> on_event;
-  };
-  std::shared_ptr<callbacks> current() const;
+  bus_status subscribe();
+  void send_wanted();
+  void send(const wanted& w);
+  void handle(std::uint32_t generation, arrival a);
+  void unfill(inbox_count& count, std::uint32_t n);
+  void drained(std::uint32_t generation);
+  void drain_current();
+  void rotate();
+  void arm_watchdog();
+  void on_watchdog();
+  void finish_stop();
 
   std::weak_ptr<client_impl> owner_;
   std::string queue_;
-  std::string inbox_;
-  subscription_ptr sub_;
   boost::asio::any_io_executor ex_;
-  mutable std::mutex mutex_;
-  std::shared_ptr<callbacks> callbacks_;  // reset by stop(): releases what they captured
-  std::atomic<bool> stopped_{false};
+  puller_callbacks callbacks_;
+  std::string inbox_;                    // the current generation's
+  std::shared_ptr<inbox_box> current_;   // the current generation's subscription
+  std::uint32_t generation_ = 0;
+  std::map<std::uint32_t, inbox_count> counts_;  // the current and the draining generations
+  std::deque<wanted> wanted_;                    // held back behind the queue's NAKs
+  bool waiting_for_naks_ = false;
+  bool no_wait_open_ = false;  // a no-wait request is out: its 404/408 means it brought nothing
+  std::uint32_t asked_ = 0;
+  bool stopping_ = false;
+  bool stopped_ = false;
+  boost::asio::steady_timer watchdog_;
+  bool watchdog_armed_ = false;
 };
 
 class client_impl final : public client {
@@ -87,17 +127,9 @@ class client_impl final : public client {
   bus_status dial();
   bus_status ensure_stream();
   bus_status ensure_bucket();
-  bus_status detect_strategy();
-  bus_status reclaim_unacked();
-  bus_status ensure_queue_consumer_once(const std::string& queue, const consumer_filters& filters,
-                                        const std::string& step);
-  bus_status replace_queue_consumer(const std::string& queue, const json& old_info, json config,
-                                    const std::string& step);
-  bus_status finish_interrupted_replacement(const std::string& hold, const std::string& step);
-  bus_status verify_filters(const std::string& queue, const consumer_filters& filters, const std::string& step,
-                            const json* created = nullptr);
-  bus_status delete_consumer(const std::string& name, const std::string& step);
+  bus_status probe_filters();
   bus_status start_inbox();
+  bus_status reclaim_unacked();
 
   bus_result<topology_watch> watch_topology(
       boost::asio::any_io_executor ex, on_change_fn on_change,
@@ -109,20 +141,17 @@ class client_impl final : public client {
                                       std::uint64_t expected_revision) override;
   bus_status kv_delete(const std::string& key) override;
 
-  bus_status ensure_queue_consumer(const std::string& queue,
-                                   const consumer_filters& filters) override;
+  bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters) override;
   bus_status delete_queue_consumer(const std::string& queue) override;
   bus_result<bus::queue_info> queue_info(const std::string& queue) override;
-  bus_result<std::uint64_t> purge_queue(const std::string& queue,
-                                        const consumer_filters& filters) override;
+  bus_result<std::uint64_t> purge_queue(const std::string& queue, const std::vector<std::string>& filters) override;
 
   void publish(std::string subject, std::string amqp_props_b64, std::string body,
                boost::asio::any_io_executor ex, std::function<void(bus_status)> done) override;
   std::size_t publish_backlog() const override;
 
   std::shared_ptr<puller> make_puller(const std::string& queue, boost::asio::any_io_executor ex,
-                                      std::function<void(delivery)> on_delivery,
-                                      std::function<void(pull_event)> on_event) override;
+                                      puller_callbacks callbacks) override;
   void ack(const std::string& reply) override;
   void nak(const std::string& reply) override;
   void term(const std::string& reply) override;
@@ -130,9 +159,17 @@ class client_impl final : public client {
   boost::asio::any_io_executor worker_executor() override { return workers_->get_executor(); }
   void close() override;
 
-  // Used by puller_impl: sends the pull now, or once the queue's NAKs are answered (inbox.cpp).
-  // False when it cannot be sent at all.
-  bool send_pull(const std::shared_ptr<puller_impl>& p, std::uint32_t batch, std::chrono::milliseconds expires);
+  // ---- used by puller_impl
+  natsConnection* connection() const { return conn_.get(); }
+  bool closed() const { return closed_; }
+  // True when `queue` has NAKs the server has not answered yet: `resume` is then posted to `ex`
+  // once it has none (or requeue_wait passed).
+  bool hold_pulls(const std::string& queue, const boost::asio::any_io_executor& ex, std::function<void()> resume);
+  // Publishes a pull request for `queue` answered on `reply`. False when it cannot be sent.
+  bool publish_pull(const std::string& queue, const std::string& reply, std::uint32_t batch,
+                    std::chrono::milliseconds expires);
+  // A delivery reached this client: it is held until settled (queue_info::held_here).
+  void note_held(std::string_view queue);
   void forget_puller(const puller_impl* p);
   void release_msg(msg_ptr msg) { released_.release(std::move(msg)); }
 
@@ -145,25 +182,25 @@ class client_impl final : public client {
     std::function<void(bus_status)> done;
     std::chrono::steady_clock::time_point sent_at{};
   };
+  using resume_fn = std::pair<boost::asio::any_io_executor, std::function<void()>>;
   // A queue's pulls held behind its unanswered NAKs (inbox.cpp, "requeue before pull").
-  struct deferred_pull {
-    std::weak_ptr<puller_impl> puller;
-    std::uint32_t batch = 0;
-    std::chrono::milliseconds expires{};
-  };
   struct requeue_barrier {
     std::size_t unanswered = 0;
     std::chrono::steady_clock::time_point since{};
-    std::vector<deferred_pull> pulls;
+    std::vector<resume_fn> waiting;
   };
 
   // A blocking JetStream API request: `$JS.API.<api>` with a JSON body.
   bus_result<json> api(std::string_view step, const std::string& api_subject, const json& body);
   int request_timeout_ms() const;
   int remaining_ms() const;  // until options_.deadline, at least 1
-  json consumer_config(const std::string& queue, const consumer_filters& filters) const;
-  bus_status check_filters(const std::string& queue, const consumer_filters& filters,
-                           const json& returned) const;
+  json consumer_config(const std::string& queue, const std::vector<std::string>& filters) const;
+  bus_status sync_settlements(const std::string& queue, const std::string& step);
+  std::uint64_t held(const std::string& queue) const;
+  void unhold(std::string_view queue);  // one of its deliveries was settled
+  bus_status reclaim_queue(const std::string& queue, const std::string& step);
+  bus_result<std::uint64_t> next_stored(std::uint64_t from, const std::vector<std::string>& filters,
+                                        const std::string& step);
   bus_result<std::uint64_t> kv_put_expecting(const std::string& step, const std::string& key,
                                              const std::string& value, std::uint64_t expected);
   bus_result<json> kv_last(const std::string& step, const std::string& key);
@@ -175,10 +212,8 @@ class client_impl final : public client {
   void complete_publish(std::uint64_t id, bus_status status);
   void send_waiting_locked();
   bus_status send_publish(std::uint64_t id, pending_publish& p);
-  bool publish_pull(const puller_impl& p, std::uint32_t batch, std::chrono::milliseconds expires);
   void nak_answered(std::uint64_t id);
-  void send_deferred(std::vector<deferred_pull> pulls);
-  std::vector<deferred_pull> expire_barriers_locked(std::chrono::steady_clock::time_point now);
+  std::vector<resume_fn> expire_barriers_locked(std::chrono::steady_clock::time_point now);
   void arm_sweep();
   void sweep();
   void fail_all_publishes(const std::string& why);
@@ -199,7 +234,7 @@ class client_impl final : public client {
   std::condition_variable inbox_done_cv_;
   bool inbox_done_ = false;
 
-  mutable std::mutex mutex_;  // guards everything below
+  mutable std::mutex mutex_;  // guards everything below, to held_mutex_
   std::unordered_map<const puller_impl*, std::weak_ptr<puller_impl>> pullers_;
   std::map<std::uint64_t, pending_publish> in_flight_;  // id order = send order
   std::deque<std::pair<std::uint64_t, pending_publish>> waiting_;
@@ -208,6 +243,9 @@ class client_impl final : public client {
   std::unordered_map<std::string, requeue_barrier> barriers_;  // by queue, while it has any
   bool sweep_armed_ = false;
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
+
+  mutable std::mutex held_mutex_;
+  std::unordered_map<std::string, std::uint64_t> held_;  // by queue: received, not settled
 
   std::shared_ptr<completion_queue> completions_ = std::make_shared<completion_queue>();
   msg_batch_release released_;  // sent messages, pub acks and deliveries

@@ -155,8 +155,9 @@ bus_result<json> client_impl::api(std::string_view step, const std::string& api_
 }
 
 void client_impl::on_reconnected(natsConnection*, void* closure) {
-  // nats thread: only hand the news to each puller's executor. Pull requests that were
-  // outstanding died with the old connection; the owners re-arm on this event.
+  // nats thread: only hand the news to each puller's executor. Pull requests outstanding on
+  // the old connection may have died with it or not; each puller replaces its inbox, which
+  // ends them for certain.
   auto* self = static_cast<client_impl*>(closure);
   std::vector<std::shared_ptr<puller_impl>> live;
   {
@@ -164,8 +165,7 @@ void client_impl::on_reconnected(natsConnection*, void* closure) {
     for (auto& [id, weak] : self->pullers_)
       if (auto p = weak.lock()) live.push_back(std::move(p));
   }
-  for (auto& p : live) p->post_event(pull_event{pull_status::consumer_gone, 0,
-                                                "bus connection re-established; outstanding pull requests were lost"});
+  for (auto& p : live) p->post_rotate();
 }
 
 }  // namespace amqp::bus::detail

@@ -64,47 +64,79 @@ bool parse_ack_subject(std::string_view reply, delivery& out) {
          to_u64(t[base + 2], cseq) && to_u64(t[base + 3], ts) && to_u64(t[base + 4], out.pending);
 }
 
+std::string_view consumer_of(std::string_view reply) {
+  const auto t = tokens(reply);
+  const std::size_t at = ack_fields_at(t);
+  return at == 0 ? std::string_view{} : t[at - 1];
+}
+
 // ---- settlement ---------------------------------------------------------------------------
+
+void client_impl::unhold(std::string_view queue) {
+  std::lock_guard lock{held_mutex_};
+  if (auto it = held_.find(std::string{queue}); it != held_.end() && --it->second == 0) held_.erase(it);
+}
 
 void client_impl::settle(const std::string& reply, const char* verb) {
   if (closed_ || reply.rfind("$JS.ACK.", 0) != 0) return;
+  unhold(consumer_of(reply));
   natsConnection_PublishString(conn_.get(), reply.c_str(), verb);
 }
 
 void client_impl::ack(const std::string& reply) { settle(reply, "+ACK"); }
 void client_impl::term(const std::string& reply) { settle(reply, "+TERM"); }
 
+// nats-server takes a consumer's acknowledgements in order, from a queue of their own: an
+// answered request on the consumer's ack subject proves every settlement sent before it was
+// applied. The sentinel names a stream sequence no message has, so it changes nothing (a
+// progress report for a message that is not pending), and the server still answers it.
+bus_status client_impl::sync_settlements(const std::string& queue, const std::string& step) {
+  const std::string sentinel = std::string{"$JS.ACK."} + stream_name + "." + queue + ".1.9223372036854775807.0.0.0";
+  natsMsg* raw = nullptr;
+  natsStatus s = natsConnection_RequestString(&raw, conn_.get(), sentinel.c_str(), "+WPI", request_timeout_ms());
+  msg_ptr reply{raw};
+  if (s == NATS_OK || s == NATS_NO_RESPONDERS) return bus_ok();  // no responders: no such consumer
+  return nats_failure(step + ": waiting for the server to apply this queue's acknowledgements", s);
+}
+
 // ---- requeue before pull ------------------------------------------------------------------
 //
 // nats-server applies acknowledgements and pull requests from two separate queues, so a NAK
 // written before a pull may be applied after it, and the pull then hands out later messages
-// first: a message a client requeued, or one a cancelled consumer never delivered, comes back
-// after them, where RabbitMQ keeps it first (bus test "a pull right after a nak…": a later
-// message in every run without this). So a NAK asks for the server's answer, and its queue's
-// pulls wait until all its NAKs are answered, in the order they were asked for; requeue_wait at
-// the most, so a server that does not answer cannot stop a queue.
+// first: a message a client requeued comes back after them, where RabbitMQ keeps it first (bus
+// test "a pull right after a nak…": a later message in every run without this). So a NAK asks
+// for the server's answer, and its queue's pulls wait until all its NAKs are answered;
+// requeue_wait at the most, so a server that does not answer cannot stop a queue.
 
 void client_impl::nak(const std::string& reply) {
   if (closed_ || reply.rfind("$JS.ACK.", 0) != 0) return;
-  const auto t = tokens(reply);
-  const std::size_t at = ack_fields_at(t);
-  if (at == 0 || inbox_.empty()) return settle(reply, "-NAK");  // nothing to hold a pull for
+  const std::string queue{consumer_of(reply)};
+  if (queue.empty() || inbox_.empty()) return settle(reply, "-NAK");  // nothing to hold a pull for
   const std::uint64_t id = next_id_++;
   {
     std::lock_guard lock{mutex_};
-    const std::string queue{t[at - 1]};  // the consumer: the queue's name
     naks_.emplace(id, queue);
     auto& barrier = barriers_[queue];
     if (barrier.unanswered++ == 0) barrier.since = std::chrono::steady_clock::now();
     arm_sweep();
   }
+  unhold(queue);
   const std::string answer = inbox_ + ".n." + std::to_string(id);
   if (natsConnection_PublishRequestString(conn_.get(), reply.c_str(), answer.c_str(), "-NAK") != NATS_OK)
     nak_answered(id);  // not sent: nothing to wait for (the ack wait brings the message back)
 }
 
+bool client_impl::hold_pulls(const std::string& queue, const boost::asio::any_io_executor& ex,
+                             std::function<void()> resume) {
+  std::lock_guard lock{mutex_};
+  auto b = barriers_.find(queue);
+  if (b == barriers_.end()) return false;
+  b->second.waiting.emplace_back(ex, std::move(resume));
+  return true;
+}
+
 void client_impl::nak_answered(std::uint64_t id) {
-  std::vector<deferred_pull> released;
+  std::vector<resume_fn> released;
   {
     std::lock_guard lock{mutex_};
     auto nak = naks_.find(id);
@@ -112,34 +144,25 @@ void client_impl::nak_answered(std::uint64_t id) {
     auto barrier = barriers_.find(nak->second);
     naks_.erase(nak);
     if (barrier == barriers_.end() || --barrier->second.unanswered > 0) return;
-    released = std::move(barrier->second.pulls);
+    released = std::move(barrier->second.waiting);
     barriers_.erase(barrier);
   }
-  send_deferred(std::move(released));
+  for (auto& [ex, resume] : released) boost::asio::post(ex, std::move(resume));
 }
 
 // With mutex_ held: lifts the barriers that waited longer than requeue_wait.
-std::vector<client_impl::deferred_pull> client_impl::expire_barriers_locked(std::chrono::steady_clock::time_point now) {
-  std::vector<deferred_pull> released;
+std::vector<client_impl::resume_fn> client_impl::expire_barriers_locked(std::chrono::steady_clock::time_point now) {
+  std::vector<resume_fn> released;
   for (auto b = barriers_.begin(); b != barriers_.end();) {
     if (now - b->second.since < requeue_wait) {
       ++b;
       continue;
     }
     std::erase_if(naks_, [&](const auto& nak) { return nak.second == b->first; });
-    for (auto& pull : b->second.pulls) released.push_back(std::move(pull));
+    for (auto& waiting : b->second.waiting) released.push_back(std::move(waiting));
     b = barriers_.erase(b);
   }
   return released;
-}
-
-// Any thread, without mutex_. A puller stopped meanwhile is skipped: nobody reads its inbox.
-void client_impl::send_deferred(std::vector<deferred_pull> pulls) {
-  for (const auto& pull : pulls) {
-    auto p = pull.puller.lock();
-    if (!p || p->stopped()) continue;
-    if (!publish_pull(*p, pull.batch, pull.expires)) p->report_unsent();
-  }
 }
 
 // ---- the subscription ---------------------------------------------------------------------

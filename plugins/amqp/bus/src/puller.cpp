@@ -1,6 +1,13 @@
-// A queue's pull loop: pull requests (`$JS.API.CONSUMER.MSG.NEXT.AMQP.<queue>`) name the
-// puller's own inbox; replies are posted to the owner's executor, never handled on nats threads.
+// Pull requests (`$JS.API.CONSUMER.MSG.NEXT.AMQP.<queue>`) answered on the puller's own inbox.
+// Replies are posted to the owner's executor, never handled on nats threads.
+//
+// JetStream has no call that cancels a pull request: a request ends when it is filled, when it
+// expires (408), or when the server finds no interest in its reply subject. So ending a
+// consumer's requests early (stop, or a bus connection that came back) drains its inbox's
+// subscription: the server processes the UNSUB, what it sent before that still arrives, and what
+// it would send after it goes straight back to the queue (nats-server's didNotDeliver).
 #include <boost/asio/post.hpp>
+#include <charconv>
 
 #include "client_impl.hpp"
 #include "error.hpp"
@@ -8,6 +15,12 @@
 namespace amqp::bus::detail {
 
 namespace {
+
+// Longer than the server's 408 takes to arrive on a loaded machine: a request still open this
+// long after its expiry is taken for lost (the inbox is replaced, which ends it for certain).
+constexpr std::chrono::milliseconds answer_margin{3000};
+// A drain waits at most this long for the server to confirm the UNSUB.
+constexpr int drain_timeout_ms = 5000;
 
 std::string header(natsMsg* msg, const char* key) {
   const char* value = nullptr;
@@ -24,135 +37,296 @@ pull_event status_event(int code, std::string description) {
     st = limits ? pull_status::exceeded_limits : pull_status::consumer_gone;
   }
   if (code == 503) st = pull_status::consumer_gone;  // no responders: the consumer does not exist
-  return pull_event{st, code, std::move(description)};
+  return pull_event{st, code, std::move(description), 0};
 }
 
 }  // namespace
 
-puller_impl::puller_impl(std::weak_ptr<client_impl> owner, std::string queue, boost::asio::any_io_executor ex,
-                         std::function<void(delivery)> on_delivery, std::function<void(pull_event)> on_event)
-    : owner_(std::move(owner)),
-      queue_(std::move(queue)),
-      ex_(std::move(ex)),
-      callbacks_(std::make_shared<callbacks>(callbacks{std::move(on_delivery), std::move(on_event)})) {}
-
-puller_impl::~puller_impl() { stop(); }
-
-bus_status puller_impl::start(natsConnection* conn) {
-  const std::string step = "pull subscription for queue " + queue_;
-  natsInbox* raw_inbox = nullptr;
-  if (natsStatus s = natsInbox_Create(&raw_inbox); s != NATS_OK) return nats_failure(step, s);
-  inbox_ptr inbox{raw_inbox};
-  inbox_ = inbox.get();
-  auto* closure = new holder{weak_from_this(), owner_};
-  natsSubscription* sub = nullptr;
-  natsStatus s = natsConnection_Subscribe(&sub, conn, inbox_.c_str(), &puller_impl::on_msg, closure);
-  if (s != NATS_OK) {
-    delete closure;
-    return nats_failure(step, s);
+arrival read_arrival(natsMsg* msg) {
+  arrival a;
+  if (natsMsg_IsNoResponders(msg)) {
+    a.status = status_event(503, "no responders: the queue's consumer does not exist");
+    return a;
   }
-  sub_.reset(sub);
-  // From here on the closure is freed by on_complete, after the last callback.
-  s = natsSubscription_SetOnCompleteCB(sub, &puller_impl::on_complete, closure);
-  // Deliveries are bounded by the batches this puller asks for; do not drop them as "slow".
-  if (s == NATS_OK) s = natsSubscription_SetPendingLimits(sub, -1, -1);
-  if (s != NATS_OK) return nats_failure(step, s);
-  return bus_ok();
-}
-
-std::shared_ptr<puller_impl::callbacks> puller_impl::current() const {
-  std::lock_guard lock{mutex_};
-  return callbacks_;
-}
-
-void puller_impl::request(std::uint32_t batch, std::chrono::milliseconds expires) {
-  if (stopped_) return;
-  auto owner = owner_.lock();
-  if (!sub_ || !owner || !owner->send_pull(shared_from_this(), batch, expires)) report_unsent();
-}
-
-void puller_impl::report_unsent() {
-  post_event(pull_event{pull_status::other, 0, "the pull request could not be sent: bus client closed or disconnected"});
-}
-
-void puller_impl::stop() {
-  if (stopped_.exchange(true)) return;
-  {
-    std::lock_guard lock{mutex_};
-    callbacks_.reset();
-  }
-  // Drain rather than unsubscribe: messages already on their way still reach handle(),
-  // which hands them straight back (nak) instead of leaving them for the ack wait.
-  if (sub_) natsSubscription_Drain(sub_.get());
-  if (auto owner = owner_.lock()) owner->forget_puller(this);
-}
-
-void puller_impl::on_msg(natsConnection*, natsSubscription*, natsMsg* raw, void* closure) {
-  msg_ptr msg{raw};
-  auto* h = static_cast<holder*>(closure);
-  auto owner = h->owner.lock();
-  if (auto p = h->puller.lock()) {
-    p->handle(msg.get());
-  } else if (const char* reply = natsMsg_GetReply(msg.get()); owner && reply != nullptr) {
-    owner->nak(reply);
-  }
-  if (owner) owner->release_msg(std::move(msg));
-}
-
-void puller_impl::on_complete(void* closure) { delete static_cast<holder*>(closure); }
-
-void puller_impl::handle(natsMsg* msg) {
   const std::string status = header(msg, "Status");
   if (!status.empty() && natsMsg_GetDataLength(msg) == 0) {
-    const int code = std::atoi(status.c_str());
-    if (code != 100) post_event(status_event(code, header(msg, "Description")));  // 100: heartbeat
-    return;
+    a.status = status_event(std::atoi(status.c_str()), header(msg, "Description"));
+    std::uint32_t pending = 0;
+    const std::string left = header(msg, "Nats-Pending-Messages");
+    if (auto [end, ec] = std::from_chars(left.data(), left.data() + left.size(), pending);
+        !left.empty() && ec == std::errc{} && end == left.data() + left.size())
+      a.unfilled = pending;
+    return a;
   }
   delivery d;
   const char* reply = natsMsg_GetReply(msg);
   d.reply = reply == nullptr ? "" : reply;
-  if (stopped_) {
-    // Stopped while a request was outstanding: give the message back at once rather than
-    // leave it invisible until the five-minute ack wait runs out.
-    if (auto owner = owner_.lock()) owner->nak(d.reply);
-    return;
-  }
   parse_ack_subject(d.reply, d);
   d.subject = natsMsg_GetSubject(msg);
   if (auto props = base64_decode(header(msg, props_header))) d.amqp_props = std::move(*props);
   d.body.assign(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
-  post_delivery(std::move(d));
+  a.message = std::move(d);
+  return a;
 }
 
-void puller_impl::post_delivery(delivery d) {
-  std::weak_ptr<callbacks> weak = current();
-  boost::asio::post(ex_, [weak, owner = owner_, d = std::move(d)]() mutable {
-    if (auto cb = weak.lock(); cb && cb->on_delivery) {
-      cb->on_delivery(std::move(d));
+// ---- puller_impl ----------------------------------------------------------------------------
+
+puller_impl::puller_impl(std::weak_ptr<client_impl> owner, std::string queue, boost::asio::any_io_executor ex,
+                         puller_callbacks callbacks)
+    : owner_(std::move(owner)),
+      queue_(std::move(queue)),
+      ex_(ex),
+      callbacks_(std::move(callbacks)),
+      watchdog_(std::move(ex)) {}
+
+// Its subscription is drained, not dropped: what the server already sent still reaches the
+// closure, which hands it back to the queue.
+puller_impl::~puller_impl() { drain_current(); }
+
+bus_status puller_impl::start() { return subscribe(); }
+
+bus_status puller_impl::subscribe() {
+  const std::string step = "pull subscription for queue " + queue_;
+  auto owner = owner_.lock();
+  if (!owner || owner->closed()) return failure(step, "the bus client is closed");
+  natsInbox* raw_inbox = nullptr;
+  if (natsStatus s = natsInbox_Create(&raw_inbox); s != NATS_OK) return nats_failure(step, s);
+  inbox_ptr inbox{raw_inbox};
+  const std::uint32_t generation = generation_ + 1;
+  auto box = std::make_shared<inbox_box>(inbox_box{weak_from_this(), owner_, queue_, generation, nullptr});
+  auto* closure = new std::shared_ptr<inbox_box>(box);
+  natsSubscription* sub = nullptr;
+  natsStatus s = natsConnection_Subscribe(&sub, owner->connection(), inbox.get(), &puller_impl::on_msg, closure);
+  if (s != NATS_OK) {
+    delete closure;
+    return nats_failure(step, s);
+  }
+  box->sub.reset(sub);
+  // From here on the closure is freed by on_complete.
+  s = natsSubscription_SetOnCompleteCB(sub, &puller_impl::on_complete, closure);
+  // Deliveries are bounded by the requests this puller makes; do not drop them as "slow".
+  if (s == NATS_OK) s = natsSubscription_SetPendingLimits(sub, -1, -1);
+  if (s != NATS_OK) {
+    natsSubscription_Unsubscribe(sub);
+    return nats_failure(step, s);
+  }
+  inbox_ = inbox.get();
+  current_ = std::move(box);
+  generation_ = generation;
+  counts_[generation];
+  return bus_ok();
+}
+
+void puller_impl::request(std::uint32_t batch, std::chrono::milliseconds expires) {
+  if (stopping_ || batch == 0) return;
+  if (expires.count() <= 0) batch = 1;  // a no-wait request is for one message (basic.get)
+  asked_ += batch;
+  wanted_.push_back(wanted{batch, expires});
+  send_wanted();
+}
+
+void puller_impl::send_wanted() {
+  if (waiting_for_naks_ || stopping_) return;
+  auto owner = owner_.lock();
+  auto resume = [weak = weak_from_this()] {
+    if (auto self = weak.lock()) {
+      self->waiting_for_naks_ = false;
+      self->send_wanted();
+    }
+  };
+  if (owner && owner->hold_pulls(queue_, ex_, std::move(resume))) {
+    waiting_for_naks_ = true;
+    return;
+  }
+  while (!wanted_.empty()) {
+    const wanted w = wanted_.front();
+    wanted_.pop_front();
+    send(w);
+  }
+}
+
+void puller_impl::send(const wanted& w) {
+  auto owner = owner_.lock();
+  if (!current_ && owner) (void)subscribe();  // a rotation that could not subscribe: try again
+  const bool sent = owner && current_ && owner->publish_pull(queue_, inbox_, w.batch, w.expires);
+  if (!sent) {
+    // Reported from the executor, not from inside request(): the caller is mid-decision.
+    asked_ -= w.batch;
+    boost::asio::post(ex_, [self = shared_from_this(), n = w.batch] {
+      if (self->callbacks_.on_event)
+        self->callbacks_.on_event(
+            pull_event{pull_status::other, 0, "the pull request could not be sent: bus client closed or disconnected", n});
+    });
+    return;
+  }
+  auto& count = counts_[generation_];
+  count.asked += w.batch;
+  count.answer_by = std::max(count.answer_by, std::chrono::steady_clock::now() + w.expires + answer_margin);
+  if (w.expires.count() <= 0) no_wait_open_ = true;
+  arm_watchdog();
+}
+
+void puller_impl::on_msg(natsConnection*, natsSubscription*, natsMsg* raw, void* closure) {
+  msg_ptr msg{raw};
+  const auto* box = static_cast<std::shared_ptr<inbox_box>*>(closure)->get();
+  auto owner = box->owner.lock();
+  arrival a = read_arrival(msg.get());
+  if (a.message && owner) owner->note_held(box->queue);
+  if (auto p = box->puller.lock()) {
+    const auto ex = p->ex_;
+    boost::asio::post(ex, [p = std::move(p), generation = box->generation, a = std::move(a)]() mutable {
+      p->handle(generation, std::move(a));
+    });
+  } else if (a.message && owner) {
+    owner->nak(a.message->reply);  // nobody to give it to: back to the queue at once
+  }
+  if (owner) owner->release_msg(std::move(msg));
+}
+
+void puller_impl::on_complete(void* closure) {
+  std::unique_ptr<std::shared_ptr<inbox_box>> box{static_cast<std::shared_ptr<inbox_box>*>(closure)};
+  if (auto p = (*box)->puller.lock()) {
+    const auto ex = p->ex_;
+    boost::asio::post(ex, [p = std::move(p), generation = (*box)->generation] { p->drained(generation); });
+  }
+}
+
+void puller_impl::handle(std::uint32_t generation, arrival a) {
+  auto count = counts_.find(generation);
+  if (a.message) {
+    if (count == counts_.end() || count->second.asked == 0 || stopped_) {
+      // More than was asked for (never expected): it must not exceed the caller's credit.
+      if (auto owner = owner_.lock()) owner->nak(a.message->reply);
       return;
     }
-    // Stopped between arrival and now: hand it back.
-    if (auto o = owner.lock()) o->nak(d.reply);
+    --count->second.asked;
+    --asked_;
+    no_wait_open_ = false;
+    if (callbacks_.on_delivery) {
+      callbacks_.on_delivery(std::move(*a.message));
+    } else if (auto owner = owner_.lock()) {
+      owner->nak(a.message->reply);
+    }
+    return;
+  }
+  if (a.status.code == 100 || count == counts_.end()) return;  // a heartbeat, or a drained inbox's
+  std::uint32_t unfilled = 0;
+  if (a.unfilled) {
+    unfilled = std::min(*a.unfilled, count->second.asked);
+  } else if (no_wait_open_ && (a.status.code == 404 || a.status.code == 408)) {
+    unfilled = std::min<std::uint32_t>(1, count->second.asked);  // the no-wait request, empty-handed
+    no_wait_open_ = false;
+  } else if (generation == generation_) {
+    // Ended without saying how much of it went unfilled: the inbox is replaced, and what its
+    // requests did not bring is reported once it is drained.
+    rotate();
+  }
+  unfill(count->second, unfilled);
+  a.status.unfilled = unfilled;
+  if (callbacks_.on_event) callbacks_.on_event(std::move(a.status));
+}
+
+void puller_impl::unfill(inbox_count& count, std::uint32_t n) {
+  count.asked -= n;
+  asked_ -= n;
+}
+
+void puller_impl::drained(std::uint32_t generation) {
+  if (generation == generation_) current_.reset();  // closed under us (the connection closed)
+  auto count = counts_.find(generation);
+  if (count == counts_.end()) return;
+  const std::uint32_t unfilled = count->second.asked;
+  unfill(count->second, unfilled);
+  counts_.erase(count);
+  // The server can no longer answer that inbox's requests: what they did not bring, they never will.
+  if (unfilled > 0 && callbacks_.on_event)
+    callbacks_.on_event(pull_event{pull_status::lost, 0, "the requests' inbox was closed (bus reconnected, "
+                                                          "the server ended them, or no answer in time)", unfilled});
+  if (stopping_ && !current_ && counts_.empty()) finish_stop();
+}
+
+// Ends the current inbox's requests. With nothing asked through it, nothing more can come:
+// unsubscribed at once. Otherwise drained: unsubscribed on the server, kept open here until the
+// server confirmed, so what it sent before arrives; drained() follows either way.
+void puller_impl::drain_current() {
+  if (!current_) return;
+  auto box = std::move(current_);
+  auto count = counts_.find(box->generation);
+  const bool asked = count != counts_.end() && count->second.asked > 0;
+  if (!asked || natsSubscription_DrainTimeout(box->sub.get(), drain_timeout_ms) != NATS_OK) {
+    // Not drainable (the connection is closing): its on-complete callback follows the close.
+    natsSubscription_Unsubscribe(box->sub.get());
+  }
+}
+
+void puller_impl::rotate() {
+  if (stopping_ || !current_) return;
+  drain_current();
+  (void)subscribe();  // failing, the next request tries again (send)
+  send_wanted();
+}
+
+void puller_impl::post_rotate() {
+  boost::asio::post(ex_, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->rotate();
   });
 }
 
-void puller_impl::post_event(pull_event e) {
-  std::weak_ptr<callbacks> weak = current();
-  boost::asio::post(ex_, [weak, e = std::move(e)]() mutable {
-    if (auto cb = weak.lock(); cb && cb->on_event) cb->on_event(std::move(e));
+void puller_impl::arm_watchdog() {
+  auto count = counts_.find(generation_);
+  if (watchdog_armed_ || count == counts_.end() || count->second.asked == 0) return;
+  watchdog_armed_ = true;
+  watchdog_.expires_at(count->second.answer_by);
+  watchdog_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (!self) return;
+    self->watchdog_armed_ = false;
+    if (!ec) self->on_watchdog();
   });
 }
+
+// Every request of the current inbox has expired on the server by now, so each has ended,
+// filled or with a 408; messages still counted as asked mean an answer was lost (the server
+// restarted, or a cluster node went): the inbox is replaced, which settles the count.
+void puller_impl::on_watchdog() {
+  auto count = counts_.find(generation_);
+  if (count == counts_.end() || count->second.asked == 0) return;
+  if (std::chrono::steady_clock::now() >= count->second.answer_by) {
+    rotate();
+  } else {
+    arm_watchdog();  // a newer request moved the deadline
+  }
+}
+
+void puller_impl::stop() {
+  if (stopping_) return;
+  stopping_ = true;
+  for (const auto& w : wanted_) asked_ -= w.batch;
+  wanted_.clear();
+  watchdog_.cancel();
+  drain_current();
+  if (!current_ && counts_.empty()) {
+    boost::asio::post(ex_, [self = shared_from_this()] { self->finish_stop(); });
+  }
+}
+
+void puller_impl::finish_stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  auto on_stopped = std::move(callbacks_.on_stopped);
+  callbacks_ = {};  // releases what the callbacks captured
+  if (auto owner = owner_.lock()) owner->forget_puller(this);
+  if (on_stopped) on_stopped();
+}
+
+// ---- client_impl: pulls ---------------------------------------------------------------------
 
 std::shared_ptr<puller> client_impl::make_puller(const std::string& queue, boost::asio::any_io_executor ex,
-                                                 std::function<void(delivery)> on_delivery,
-                                                 std::function<void(pull_event)> on_event) {
+                                                 puller_callbacks callbacks) {
   auto self = std::static_pointer_cast<client_impl>(shared_from_this());
-  auto p = std::make_shared<puller_impl>(self, queue, std::move(ex), std::move(on_delivery), std::move(on_event));
-  if (closed_) return p;  // request() then reports the closed client through on_event
-  if (auto started = p->start(conn_.get()); !started) {
-    p->post_event(pull_event{pull_status::other, 0, started.error().text});
-    return p;
-  }
+  auto p = std::make_shared<puller_impl>(self, queue, std::move(ex), std::move(callbacks));
+  // Without a subscription every request ends `lost` (send), which the owner retries later.
+  if (closed_ || !p->start().ok()) return p;
   std::lock_guard lock{mutex_};
   pullers_.emplace(p.get(), p);
   return p;
@@ -163,29 +337,29 @@ void client_impl::forget_puller(const puller_impl* p) {
   pullers_.erase(p);
 }
 
-bool client_impl::send_pull(const std::shared_ptr<puller_impl>& p, std::uint32_t batch,
-                            std::chrono::milliseconds expires) {
+bool client_impl::publish_pull(const std::string& queue, const std::string& reply, std::uint32_t batch,
+                               std::chrono::milliseconds expires) {
   if (closed_) return false;
-  {
-    std::lock_guard lock{mutex_};
-    if (auto b = barriers_.find(p->queue()); b != barriers_.end()) {
-      b->second.pulls.push_back(deferred_pull{p, batch, expires});
-      return true;
-    }
-  }
-  return publish_pull(*p, batch, expires);
-}
-
-bool client_impl::publish_pull(const puller_impl& p, std::uint32_t batch, std::chrono::milliseconds expires) {
   json request = {{"batch", std::max<std::uint32_t>(1, batch)}};
   if (expires.count() <= 0)
     request["no_wait"] = true;  // basic.get: answer at once, 404 when empty
   else
     request["expires"] = std::chrono::duration_cast<std::chrono::nanoseconds>(expires).count();
   const std::string body = request.dump();
-  const std::string subject = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + p.queue();
-  return natsConnection_PublishRequest(conn_.get(), subject.c_str(), p.inbox().c_str(), body.data(),
+  const std::string subject = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + queue;
+  return natsConnection_PublishRequest(conn_.get(), subject.c_str(), reply.c_str(), body.data(),
                                        static_cast<int>(body.size())) == NATS_OK;
+}
+
+void client_impl::note_held(std::string_view queue) {
+  std::lock_guard lock{held_mutex_};
+  ++held_[std::string{queue}];
+}
+
+std::uint64_t client_impl::held(const std::string& queue) const {
+  std::lock_guard lock{held_mutex_};
+  auto it = held_.find(queue);
+  return it == held_.end() ? 0 : it->second;
 }
 
 }  // namespace amqp::bus::detail

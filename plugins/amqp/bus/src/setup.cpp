@@ -1,4 +1,4 @@
-// Mount steps after dialing: stream AMQP, bucket amqp, the consumer-strategy probe.
+// Mount steps after dialing: stream AMQP, bucket amqp, and what the server's consumers accept.
 #include <algorithm>
 
 #include "client_impl.hpp"
@@ -91,24 +91,28 @@ bus_status client_impl::ensure_bucket() {
   return bus_ok();
 }
 
-// nats-server 2.9 silently drops filter_subjects (DESIGN §5). Ask for two and see whether
-// the server kept them; the probe is deleted at once either way.
-bus_status client_impl::detect_strategy() {
+// nats-server before 2.14 refuses a consumer whose filters overlap without one containing the
+// other (JetStream error 10138); later ones take it and deliver a message matching both once.
+// Asked of the server itself; the probe consumer is deleted at once either way.
+bus_status client_impl::probe_filters() {
+  constexpr int js_overlapping_filters = 10138;
   const std::string step = "consumer probe";
   json config = {{"deliver_policy", "new"},
                  {"ack_policy", "explicit"},
                  {"inactive_threshold", 5 * ns_per_second},
-                 {"filter_subjects", {"amqp._probe.a", "amqp._probe.b"}}};
+                 {"filter_subjects", {"amqp._probe.*.b", "amqp._probe.a.*"}}};
   auto created = api(step, std::string{"CONSUMER.CREATE."} + stream_name,
                      json{{"stream_name", stream_name}, {"config", config}});
-  if (!created) return created.error();
-  const std::string name = created->value("name", std::string{});
-  const json kept = created->value("config", json::object()).value("filter_subjects", json::array());
-  multi_filter_ = kept.size() == 2;
-  if (!name.empty()) {
-    auto deleted = api(step, std::string{"CONSUMER.DELETE."} + stream_name + "." + name, nullptr);
-    if (!deleted && deleted.error().kind != bus_errc::not_found) return deleted.error();
+  if (!created) {
+    if (created.error().js_code != js_overlapping_filters) return created.error();
+    overlapping_filters_ = false;
+    return bus_ok();
   }
+  overlapping_filters_ = true;
+  const std::string name = created->value("name", std::string{});
+  if (name.empty()) return bus_ok();
+  auto deleted = api(step, std::string{"CONSUMER.DELETE."} + stream_name + "." + name, nullptr);
+  if (!deleted && deleted.error().kind != bus_errc::not_found) return deleted.error();
   return bus_ok();
 }
 

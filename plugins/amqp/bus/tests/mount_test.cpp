@@ -108,11 +108,15 @@ TEST_CASE("a comma-separated URL list dials the first live server") {
   REQUIRE_MESSAGE(c.ok(), c.error().text);
 }
 
-TEST_CASE("strategy detection: nats-server 2.9 drops filter_subjects, so single covering filter") {
+TEST_CASE("consumer probe: whether the server takes overlapping filters, and it leaves no consumer") {
   nats_server server;
   auto c = client::open(options_for(server.url()));
   REQUIRE_MESSAGE(c.ok(), c.error().text);
-  CHECK_FALSE((*c)->multi_filter());
-  // The probe consumer is gone.
+  // The answer is the server's own: a consumer with such filters is created or refused alike.
+  auto probe = server.api("CONSUMER.CREATE.AMQP",
+                          {{"stream_name", "AMQP"},
+                           {"config", {{"ack_policy", "explicit"}, {"filter_subjects", {"amqp.x.*.b", "amqp.x.a.*"}}}}});
+  CHECK((*c)->overlapping_filters() == !probe.contains("error"));
+  if (!probe.contains("error")) server.api("CONSUMER.DELETE.AMQP." + probe["name"].get<std::string>());
   CHECK(server.api("CONSUMER.LIST.AMQP", nlohmann::json::object())["total"] == 0);
 }

@@ -1,25 +1,9 @@
 #include "amqp/routing/filters.hpp"
 
 #include <algorithm>
-#include <limits>
 
 namespace amqp::routing {
 namespace {
-
-std::vector<std::string_view> tokens_of(std::string_view subject) {
-  std::vector<std::string_view> tokens;
-  std::size_t start = 0;
-  for (;;) {
-    auto dot = subject.find('.', start);
-    tokens.push_back(subject.substr(start, dot == std::string_view::npos ? dot : dot - start));
-    if (dot == std::string_view::npos) return tokens;
-    start = dot + 1;
-  }
-}
-
-bool ends_open(const std::vector<std::string_view>& tokens) {
-  return !tokens.empty() && tokens.back() == ">";
-}
 
 // Walks the tokens of a subject without allocating: matching runs once per delivery and filter.
 class token_cursor {
@@ -94,31 +78,25 @@ std::vector<std::string> normalize_filters(std::vector<std::string> filters) {
   return kept;
 }
 
-std::string covering_filter(const std::vector<std::string>& filters) {
-  if (filters.empty()) return {};
-  std::vector<std::vector<std::string_view>> all;
-  all.reserve(filters.size());
-  for (const auto& f : filters) all.push_back(tokens_of(f));
-  std::size_t shortest = std::numeric_limits<std::size_t>::max();
-  bool open = false;
-  for (const auto& t : all) {
-    // The fewest tokens a matched subject has is the filter's length, `>` included (it takes
-    // at least one).
-    shortest = std::min(shortest, t.size());
-    open = open || ends_open(t) || t.size() != all.front().size();
+bool filters_collide(std::string_view a, std::string_view b) {
+  token_cursor x(a);
+  token_cursor y(b);
+  while (!x.done() && !y.done()) {
+    auto p = x.next();
+    auto q = y.next();
+    if (p == ">" || q == ">") return true;  // the rest of the other, at least one token
+    if (p != "*" && q != "*" && p != q) return false;
   }
-  // Closed and equal length: join every position. Otherwise the cover must match a subject
-  // of `shortest` tokens and longer ones, so its last position is `>` at shortest - 1.
-  const std::size_t joined = open ? shortest - 1 : shortest;
-  std::string cover;
-  for (std::size_t i = 0; i < joined; ++i) {
-    auto token = all.front()[i];
-    bool same = std::all_of(all.begin(), all.end(), [&](const auto& t) { return t[i] == token; });
-    if (i > 0) cover += '.';
-    cover += same ? std::string(token) : std::string("*");
+  return x.done() && y.done();
+}
+
+std::optional<std::pair<std::string, std::string>> partial_overlap(const std::vector<std::string>& normalized) {
+  for (std::size_t i = 0; i < normalized.size(); ++i) {
+    for (std::size_t j = i + 1; j < normalized.size(); ++j) {
+      if (filters_collide(normalized[i], normalized[j])) return std::pair{normalized[i], normalized[j]};
+    }
   }
-  if (open) cover += joined > 0 ? ".>" : ">";
-  return cover;
+  return std::nullopt;
 }
 
 }  // namespace amqp::routing

@@ -47,6 +47,7 @@ session::session(tcp::socket socket, std::uint64_t id, std::shared_ptr<broker::b
       socket_(std::move(socket)),
       id_(id),
       broker_(std::move(broker)),
+      bus_(broker::connection_bus(*broker_)),
       options_(options),
       log_(std::move(log)),
       registry_(std::move(registry)),

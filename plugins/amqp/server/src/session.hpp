@@ -54,6 +54,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   std::uint32_t frame_max() const override { return frame_max_; }
   std::uint64_t connection_id() const override { return id_; }
   net::any_io_executor executor() override { return executor_; }
+  std::shared_ptr<bus::client> bus() override { return bus_; }
   void close_channel(std::uint16_t channel, wire::reply_code code, std::string text,
                      wire::method_key offending) override;
   void close_connection(wire::reply_code code, std::string text, wire::method_key offending) override;
@@ -136,6 +137,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   tcp::socket socket_;
   const std::uint64_t id_;
   std::shared_ptr<broker::broker> broker_;
+  std::shared_ptr<bus::client> bus_;  // chosen once, for every channel of the connection
   const session_options options_;
   const broker::settings& settings_ = options_.settings;
   log_fn log_;

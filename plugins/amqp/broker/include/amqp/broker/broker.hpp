@@ -42,6 +42,9 @@ struct settings {
 // Per-process broker state: the bus client, the topology mirror, exclusive-queue owners,
 // consumer counts. Shared by every connection of this process.
 class broker;
+// The bus client a new connection's channels use. Today every connection shares the process's;
+// with authentication it is the client of the connection's identity.
+std::shared_ptr<bus::client> connection_bus(broker& b);
 // Blocking (call it from mount, not from an io thread): opens the bucket's watch and applies
 // its initial replay before returning (HIP-1326 §1), then removes the transient entries a
 // crash of this node left. Throws std::runtime_error naming the cause (mount fails closed).
@@ -64,8 +67,10 @@ class connection_port {
   virtual std::uint64_t connection_id() const = 0;  // unique in this process (exclusive owners)
   // Serial (one thread's): the channels' work and their bus completions run here, in order.
   virtual boost::asio::any_io_executor executor() = 0;
-  // Output back-pressure: more is queued for the socket than the connection's cap. A consumer
-  // nothing else bounds (no-ack) stops pulling while this holds.
+  // The bus client this connection's channels publish, pull and settle through (connection_bus).
+  virtual std::shared_ptr<bus::client> bus() = 0;
+  // Output back-pressure: more is queued for the socket than the connection's cap. Consumers
+  // stop pulling while this holds.
   virtual bool backlogged() const = 0;
   // `resume` runs on executor() once the queued output drained to half the cap (or at once
   // when not backlogged); never when the connection ended first.

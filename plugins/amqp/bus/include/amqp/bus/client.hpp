@@ -44,9 +44,9 @@ struct client_options {
   std::chrono::milliseconds request_timeout{5000};   // each blocking JetStream API call
   int worker_threads = 2;                             // the run_blocking pool
   // The bus started with this process (pubsub's embedded server): deliveries still awaiting an
-  // ack at boot belong to sessions that died with the previous process, so each queue
-  // consumer holding some is replaced from its ack floor and they are delivered again now,
-  // not after the five-minute ack wait. Never set for a shared bus: live replicas hold those.
+  // ack at boot belong to sessions that died with the previous process, so they are handed back
+  // (NAK) now instead of after the five-minute ack wait. Never set for a shared bus: live
+  // replicas hold those.
   bool reclaim_unacked = false;
 };
 
@@ -60,22 +60,17 @@ struct kv_keyed_entry {
   kv_entry entry;
 };
 
-// Filters of one queue's consumer. `exact` = the queue's filters, already normalized by the
-// caller (subsumed, deduplicated, sorted), used when the server keeps multi-filter consumers
-// (>= 2.10). `cover` = the narrowest subject covering all of them, used as the single
-// filter_subject on a 2.9 server. A queue with no bindings passes empty exact and cover ""
-// ... which would be "no filter" = every message: refused. Callers give at least one filter
-// (the derived default-exchange binding always exists).
-struct consumer_filters {
-  std::vector<std::string> exact;
-  std::string cover;
-};
-
 struct queue_info {
-  std::uint64_t num_pending = 0;       // stored, matching, not yet delivered
-  std::uint64_t num_ack_pending = 0;   // delivered, not yet acked
-  std::uint64_t num_waiting = 0;       // outstanding pull requests
+  std::uint64_t num_pending = 0;      // stored, matching, never delivered
+  std::uint64_t num_ack_pending = 0;  // delivered and not acked, requeued ones included
+  std::uint64_t num_waiting = 0;      // outstanding pull requests
+  std::uint64_t held_here = 0;        // of num_ack_pending: received by this client, not settled
   std::uint64_t delivered_consumer_seq = 0;
+  // AMQP's message count: never delivered, or requeued and not delivered again. Deliveries other
+  // replicas' clients hold unsettled count here too (only this client's are known).
+  std::uint64_t ready() const {
+    return num_pending + (num_ack_pending > held_here ? num_ack_pending - held_here : 0);
+  }
 };
 
 struct delivery {
@@ -88,18 +83,20 @@ struct delivery {
   std::uint64_t pending = 0;    // messages left for this consumer after this one
 };
 
-// Why a pull request ended without (more) messages. The caller decides whether to re-arm.
+// Why a pull request ended before it was filled. The caller decides whether to ask again.
 enum class pull_status {
-  no_messages,       // 404: nothing pending right now (no_wait) — re-arm later
-  request_expired,   // 408: the request's `expires` ran out — re-arm
-  consumer_gone,     // 409 consumer deleted / leadership change, or 503 — ensure the consumer, re-arm
-  exceeded_limits,   // 409 exceeded MaxWaiting / MaxRequestBatch — request fewer
+  no_messages,       // 404: nothing pending right now (no_wait)
+  request_expired,   // 408: the request's `expires` ran out, or (no_wait) other requests claim what is pending
+  consumer_gone,     // 409 consumer deleted / leadership change, or 503: ask again shortly
+  exceeded_limits,   // 409 exceeded MaxWaiting / MaxRequestBatch: ask for fewer
+  lost,              // no answer will come (the bus connection was lost, or the server never answered)
   other,
 };
 struct pull_event {
   pull_status status = pull_status::other;
-  int code = 0;              // the NATS status code (404, 408, 409, ...)
-  std::string description;   // the server's text
+  int code = 0;               // the NATS status code (404, 408, 409, ...); 0 when the client decided
+  std::string description;    // the server's text, or the client's
+  std::uint32_t unfilled = 0;  // messages the ended request asked for that will not come
 };
 
 // RAII handle on the topology watch: destroying it (or stop()) ends delivery of changes;
@@ -120,23 +117,35 @@ class topology_watch {
   std::shared_ptr<state> state_;
 };
 
-// One queue's pull loop, without a thread of its own: pull requests name the puller's inbox,
-// whose subscription is served by nats.c's shared delivery pool; deliveries and status events
-// are posted to the executor in arrival order — give a strand (or a one-thread io_context).
-// Messages that arrive after stop() are handed back to the queue at once (nak).
+// Pull requests on one queue, without a thread of their own: they name the puller's own inbox,
+// whose subscription nats.c's shared delivery pool serves; deliveries and events are posted to
+// the executor in arrival order. Every member is called on that executor, which must be serial
+// (a strand, or a one-thread io_context). A puller is used either for waiting requests (a
+// consumer) or for no-wait requests of one message, one at a time (basic.get).
 class puller {
  public:
   virtual ~puller() = default;
-  // Ask for up to `batch` messages, waiting at most `expires` on the server; expires = 0 is
-  // "no wait" (basic.get: one answer at once, 404 no_messages when empty). Non-blocking.
-  // Several requests may be outstanding; each ends in deliveries and/or one pull_event
-  // (a request that delivered its whole batch ends with no event).
-  // Held back while the queue has unanswered naks (see nak below).
+  // Asks for up to `batch` more messages, the request waiting at most `expires` on the server.
+  // expires = 0 is "no wait", for one message: the answer comes at once, a message or an event
+  // (404 no_messages, or 408 when other requests claim what is pending). Any number of waiting
+  // requests may be outstanding; what they leave unfilled is reported by on_event (`unfilled`).
+  // Requests are sent once the queue's NAKs are applied (client::nak), so a requeued message is
+  // not overtaken by a later one.
   virtual void request(std::uint32_t batch, std::chrono::milliseconds expires) = 0;
-  // Safe from any thread, idempotent. After stop() returns no callback starts (one already
-  // running on another thread may finish), and the callbacks are released.
+  // Messages asked for that have neither arrived nor been reported unfilled.
+  virtual std::uint32_t asked() const = 0;
+  // Ends every outstanding request at once: the server loses interest in the inbox (there is no
+  // other way to cancel a pull). What it sent before that still arrives through on_delivery;
+  // then on_stopped runs once, and no callback after it. Idempotent. A puller destroyed without
+  // it does the same, and what arrives then goes back to the queue.
   virtual void stop() = 0;
   virtual const std::string& queue() const = 0;
+};
+
+struct puller_callbacks {
+  std::function<void(delivery)> on_delivery;
+  std::function<void(pull_event)> on_event;
+  std::function<void()> on_stopped;
 };
 
 class client : public std::enable_shared_from_this<client> {
@@ -145,7 +154,8 @@ class client : public std::enable_shared_from_this<client> {
                                           std::uint64_t revision)>;
 
   // The mount steps, in order, each failing with a message naming the step:
-  //   "dial <url>: …", "stream AMQP: …", "bucket amqp: …", "consumer probe: …".
+  //   "dial <url>: …", "stream AMQP: …", "bucket amqp: …", "consumer probe: …",
+  //   "reclaim unacknowledged deliveries: …".
   // A pre-existing AMQP stream whose subjects or retention differ is refused, never changed.
   static bus_result<std::shared_ptr<client>> open(const client_options& options);
 
@@ -154,7 +164,9 @@ class client : public std::enable_shared_from_this<client> {
   client& operator=(const client&) = delete;
 
   std::int64_t max_payload() const;  // the server's INFO max_payload
-  bool multi_filter() const;         // true: server keeps filter_subjects (>= 2.10)
+  // Whether the server takes a consumer whose filters overlap without one containing the other
+  // (`amqp.t.a.*` and `amqp.t.*.b`): nats-server 2.14 and later. Probed at open.
+  bool overlapping_filters() const;
 
   // ---- topology (KV bucket amqp) -------------------------------------------------------
   // Replays the bucket's current entries SYNCHRONOUSLY (on_change runs on the calling thread
@@ -175,18 +187,21 @@ class client : public std::enable_shared_from_this<client> {
   virtual bus_status kv_delete(const std::string& key) = 0;
 
   // ---- queues (blocking) ---------------------------------------------------------------
-  // Create or update the durable pull consumer `queue` on stream AMQP (DeliverNew,
-  // AckExplicit, AckWait 5 min, MaxAckPending unbounded). Fails if the server's returned
-  // config does not carry exactly the asked filter(s).
+  // Create or update in place the durable pull consumer `queue` on stream AMQP (DeliverNew,
+  // AckExplicit, AckWait 5 min, MaxAckPending unbounded) with `filters` as its filter_subjects:
+  // normalized by the caller (subsumed, deduplicated, sorted), at least one. Fails, and leaves
+  // no consumer collecting, if the server's returned config does not carry exactly them.
   virtual bus_status ensure_queue_consumer(const std::string& queue,
-                                           const consumer_filters& filters) = 0;
+                                           const std::vector<std::string>& filters) = 0;
   virtual bus_status delete_queue_consumer(const std::string& queue) = 0;  // not found is ok
+  // The consumer's counts once the server has applied every settlement this client sent for
+  // the queue before the call (acks and pulls travel separate server queues: DESIGN §5).
   virtual bus_result<bus::queue_info> queue_info(const std::string& queue) = 0;
-  // Drops this queue's pending messages (the stream is shared): the durable is deleted and
-  // recreated with the same filters. Messages delivered but not yet acked are dropped too
-  // (their later ack is a no-op). Returns how many were pending.
+  // Drops this queue's messages (the stream is shared): the durable is deleted and recreated
+  // with the same filters. Messages delivered but not yet acked are dropped too (their later
+  // ack is a no-op). Returns how many were ready (queue_info::ready).
   virtual bus_result<std::uint64_t> purge_queue(const std::string& queue,
-                                                const consumer_filters& filters) = 0;
+                                                const std::vector<std::string>& filters) = 0;
 
   // ---- publishing (non-blocking, pipelined) ---------------------------------------------
   // `done` is posted to `ex` exactly once: ok = stored in stream AMQP; error = the bus's
@@ -200,11 +215,9 @@ class client : public std::enable_shared_from_this<client> {
   // ---- pulling --------------------------------------------------------------------------
   virtual std::shared_ptr<puller> make_puller(const std::string& queue,
                                               boost::asio::any_io_executor ex,
-                                              std::function<void(delivery)> on_delivery,
-                                              std::function<void(pull_event)> on_event) = 0;
-  // Fire-and-forget settlement of a delivery (its `reply`). Non-blocking. The queue's pull
-  // requests made after a nak are sent once the server has applied it (or after 2 s), so a
-  // requeued message is not overtaken by a later one.
+                                              puller_callbacks callbacks) = 0;
+  // Fire-and-forget settlement of a delivery (its `reply`). Non-blocking. A nak holds back the
+  // queue's later pulls until the server has applied it (2 s at the most).
   virtual void ack(const std::string& reply) = 0;
   virtual void nak(const std::string& reply) = 0;
   virtual void term(const std::string& reply) = 0;
@@ -232,7 +245,7 @@ class client : public std::enable_shared_from_this<client> {
  protected:
   client() = default;
   std::int64_t max_payload_ = 0;
-  bool multi_filter_ = false;
+  bool overlapping_filters_ = false;
 };
 
 }  // namespace amqp::bus

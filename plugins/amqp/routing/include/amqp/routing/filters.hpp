@@ -1,7 +1,9 @@
 #pragma once
-// NATS subject-filter algebra: matching, subsumption and the narrowest single cover.
+// NATS subject-filter algebra: matching, subsumption and overlap.
 // Tokens are dot-separated; `*` matches exactly one token, `>` one or more and only last.
+#include <optional>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -19,13 +21,11 @@ bool filter_covers(std::string_view general, std::string_view specific);
 // a multi-filter consumer's filter_subjects (it refuses overlapping filters).
 std::vector<std::string> normalize_filters(std::vector<std::string> filters);
 
-// The narrowest single filter matching every subject any of `filters` matches (for
-// nats-server 2.9, which has no multi-filter consumers; DESIGN.md §5). Token-wise: if all
-// have the same length and none ends in `>`, each position is the common literal or `*`;
-// otherwise, with m = the fewest tokens any input can match, positions 0..m-2 are joined
-// that way and position m-1 becomes `>`. {amqp.t.a.>, amqp.t.a} → amqp.t.>;
-// {amqp._.q, amqp.x.k} → amqp.*.*; {amqp.f.>, amqp.f, amqp._.q} → amqp.>.
-// An empty input gives "" (no filter: a queue always has its default binding).
-std::string covering_filter(const std::vector<std::string>& filters);
+// Do some subjects match both filters? (`amqp.t.a.*` and `amqp.t.*.b` both match `amqp.t.a.b`.)
+bool filters_collide(std::string_view a, std::string_view b);
+
+// The first two filters of a normalized set that collide although neither covers the other
+// (nats-server before 2.14 refuses such a consumer); nullopt when there are none.
+std::optional<std::pair<std::string, std::string>> partial_overlap(const std::vector<std::string>& normalized);
 
 }  // namespace amqp::routing
