@@ -168,7 +168,10 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   }
 
   void empty(const bus::pull_event& e) {
-    if (e.status == bus::pull_status::no_messages || e.status == bus::pull_status::request_expired) {
+    // Nothing ready for this request; or the queue (known to exist) has no consumer on the bus
+    // at this instant: declared through another connection a moment ago, its consumer on the way.
+    if (e.status == bus::pull_status::no_messages || e.status == bus::pull_status::request_expired ||
+        e.status == bus::pull_status::consumer_gone) {
       s_.ctx.reply(wire::basic_get_empty{});
       return finish();
     }

@@ -123,6 +123,7 @@ std::variant<bool, failure> refresh(broker& b, const std::string& key) {
 std::optional<failure> converge_consumer(broker& b, const std::string& queue) {
   const auto key = routing::queue_key(queue);
   auto before = b.bus().kv_get(key);
+  std::optional<failure> raced;  // the consumer another writer updated in between
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
     if (!before) {
       if (before.error().kind == bus::bus_errc::not_found) return std::nullopt;  // deleted meanwhile
@@ -131,13 +132,14 @@ std::optional<failure> converge_consumer(broker& b, const std::string& queue) {
     b.apply_entry(key, before->value, before->revision);
     auto filters = b.filters_of(queue);
     if (filters.empty()) return std::nullopt;  // the mirror has newer news: it is gone
-    if (auto ensured = b.bus().ensure_queue_consumer(queue, filters); !ensured) {
-      return from_bus(ensured.error());
-    }
+    auto ensured = b.bus().ensure_queue_consumer(queue, filters);
+    if (!ensured && ensured.error().kind != bus::bus_errc::conflict) return from_bus(ensured.error());
+    if (!ensured) raced = from_bus(ensured.error());
     auto after = b.bus().kv_get(key);
-    if (after && after->revision == before->revision) return std::nullopt;
+    if (ensured && after && after->revision == before->revision) return std::nullopt;
     before = std::move(after);
   }
+  if (raced) return raced;
   return failure{"queue '" + queue + "' kept changing on other replicas; retry the operation"};
 }
 

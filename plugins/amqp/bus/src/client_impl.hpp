@@ -111,6 +111,7 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   std::deque<wanted> wanted_;                    // held back behind the queue's NAKs
   bool waiting_for_naks_ = false;
   bool no_wait_open_ = false;  // a no-wait request is out: its 404/408 means it brought nothing
+  bool dead_requests_ = false;  // a drained inbox had requests open: the server may still list them
   std::uint32_t asked_ = 0;
   bool stopping_ = false;
   bool stopped_ = false;
@@ -168,6 +169,9 @@ class client_impl final : public client {
   // Publishes a pull request for `queue` answered on `reply`. False when it cannot be sent.
   bool publish_pull(const std::string& queue, const std::string& reply, std::uint32_t batch,
                     std::chrono::milliseconds expires);
+  // Blocking. Makes the server drop the queue's pull requests whose inbox lost interest (it
+  // checks them when asked for the consumer's info). False when the server did not answer.
+  bool forget_dead_requests(const std::string& queue);
   // A delivery reached this client: it is held until settled (queue_info::held_here).
   void note_held(std::string_view queue);
   void forget_puller(const puller_impl* p);

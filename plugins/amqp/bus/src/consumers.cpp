@@ -78,10 +78,11 @@ bus_status client_impl::ensure_queue_consumer(const std::string& queue, const st
   std::sort(wanted.begin(), wanted.end());
   const auto got = returned_filters(created->value("config", json::object()));
   if (got == wanted) return bus_ok();
-  // Never leave a consumer with other filters collecting messages.
-  (void)delete_queue_consumer(queue);
-  return failure(step, "the bus stored filter " + describe(got) + " where " + describe(wanted) +
-                           " was asked; the consumer is not used");
+  // Another replica's update of the same queue landed in between (or the server ignored what
+  // it was asked): the caller re-reads the bindings and asks again. The consumer is left as it
+  // is: deleting it would drop what only it holds.
+  return failure(step, "the bus stored filter " + describe(got) + " where " + describe(wanted) + " was asked",
+                 bus_errc::conflict);
 }
 
 bus_status client_impl::delete_queue_consumer(const std::string& queue) {
@@ -105,6 +106,10 @@ bus_result<bus::queue_info> client_impl::queue_info(const std::string& queue) {
   out.delivered_consumer_seq = seq_of(*info, "delivered", "consumer_seq");
   out.held_here = held(queue);
   return out;
+}
+
+bool client_impl::forget_dead_requests(const std::string& queue) {
+  return api(consumer_step("inspect", queue), std::string{"CONSUMER.INFO."} + stream_name + "." + queue, nullptr).ok();
 }
 
 bus_result<std::uint64_t> client_impl::purge_queue(const std::string& queue, const std::vector<std::string>& filters) {

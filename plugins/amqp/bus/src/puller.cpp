@@ -242,7 +242,16 @@ void puller_impl::drained(std::uint32_t generation) {
   if (unfilled > 0 && callbacks_.on_event)
     callbacks_.on_event(pull_event{pull_status::lost, 0, "the requests' inbox was closed (bus reconnected, "
                                                           "the server ended them, or no answer in time)", unfilled});
-  if (stopping_ && !current_ && counts_.empty()) finish_stop();
+  if (unfilled > 0) dead_requests_ = true;
+  if (!stopping_ || current_ || !counts_.empty()) return;
+  auto owner = owner_.lock();
+  if (!dead_requests_ || !owner) return finish_stop();
+  // The server keeps a request whose inbox lost interest until it next looks at its waiting
+  // requests; a NAK that wakes it before then finds only dead ones, and the first requeued
+  // message goes behind the others. Asking for the consumer's info makes it look now.
+  owner->run_blocking(
+      ex_, [owner, queue = queue_] { return owner->forget_dead_requests(queue); },
+      [self = shared_from_this()](bool) { self->finish_stop(); });
 }
 
 // Ends the current inbox's requests. With nothing asked through it, nothing more can come:

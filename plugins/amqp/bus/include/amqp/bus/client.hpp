@@ -189,8 +189,9 @@ class client : public std::enable_shared_from_this<client> {
   // ---- queues (blocking) ---------------------------------------------------------------
   // Create or update in place the durable pull consumer `queue` on stream AMQP (DeliverNew,
   // AckExplicit, AckWait 5 min, MaxAckPending unbounded) with `filters` as its filter_subjects:
-  // normalized by the caller (subsumed, deduplicated, sorted), at least one. Fails, and leaves
-  // no consumer collecting, if the server's returned config does not carry exactly them.
+  // normalized by the caller (subsumed, deduplicated, sorted), at least one. Fails with kind
+  // conflict when the server's returned config does not carry exactly them (another writer's
+  // update came in between: read the bindings again and retry).
   virtual bus_status ensure_queue_consumer(const std::string& queue,
                                            const std::vector<std::string>& filters) = 0;
   virtual bus_status delete_queue_consumer(const std::string& queue) = 0;  // not found is ok
