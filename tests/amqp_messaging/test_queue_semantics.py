@@ -140,6 +140,27 @@ class AfterClose(Base):
         cch.close()
         self.assert_back_in_order(["m1", "m2", "m3", "m4", "m5"], ["m6", "m7", "m8"])
 
+    def test_channel_close_with_credit_left_requeues_in_order(self):
+        # Prefetch 8 and five messages: the consumer still has three asked for on the bus when
+        # its channel closes. Requeued while those requests lived, m1..m3 would go to them and
+        # come back behind m4 and m5.
+        publish(self.ch, self.q, [f"m{i}" for i in range(1, 6)])
+        for _ in range(5):
+            cch = self.conn.channel()
+            _, got = take(self.conn, cch, self.q, 5, prefetch=8)
+            self.assertEqual([b for _, b in got], [f"m{i}" for i in range(1, 6)])
+            cch.close()
+            self.assertEqual(count(self.ch, self.q), 5)
+            peek = self.conn.channel()
+            peek.basic_qos(prefetch_count=5)
+            seen = []
+            tag = peek.basic_consume(self.q, lambda c, m, p, b: seen.append(b.decode()))
+            deadline = time.monotonic() + 5
+            while len(seen) < 5 and time.monotonic() < deadline:
+                self.conn.process_data_events(time_limit=0.05)
+            self.assertEqual(seen, [f"m{i}" for i in range(1, 6)])
+            peek.close()  # requeues them again, for the next round
+
     def test_connection_close_requeues_at_once_in_order_ahead_of_the_rest(self):
         publish(self.ch, self.q, [f"m{i}" for i in range(1, 7)])
         conn, cch = self.other()

@@ -369,12 +369,14 @@ void basic_class::closed() {
   auto& s = *state_;
   if (s.closed) return;
   s.closed = true;
-  // Requeue first, so nothing waits out the five-minute ack wait; then the consumers go
-  // (which may auto-delete their queue).
-  requeue_all(s);
-  s.get.reset();  // an answer still to come goes back to the queue
+  // The consumers stop asking first (the bus then holds the requeues below until their requests
+  // are over, so that they keep their order), what was outstanding is requeued at once, never
+  // left to the five-minute ack wait, and then the consumers go (which may auto-delete their queue).
   auto consumers = std::move(s.consumers);
   s.consumers.clear();
+  for (auto& [tag, c] : consumers) c->stop();
+  requeue_all(s);
+  s.get.reset();  // an answer still to come goes back to the queue
   for (auto& [tag, c] : consumers) drop_consumer(s, *c, true);
   s.after_publishes.clear();
   // Answers still to come find the channel closed: release their cost now.

@@ -158,32 +158,34 @@ bool consumer::wait_for_socket() {
   return true;
 }
 
+// Runs `then` on this consumer after `delay`, once at a time (`armed` meanwhile), unless the
+// timer is cancelled or the consumer is gone.
+template <class Then>
+void consumer::later(boost::asio::steady_timer& timer, bool consumer::*armed, std::chrono::milliseconds delay,
+                     Then then) {
+  if (this->*armed) return;
+  this->*armed = true;
+  timer.expires_after(delay);
+  timer.async_wait([weak = weak_from_this(), armed, then](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (!self) return;
+    (*self).*armed = false;
+    if (!ec) then(*self);
+  });
+}
+
 // Less than half the window is free and nothing is asked for: the client may be waiting for its
 // whole prefetch before it acks, so what is free is asked for shortly, unless more frees first.
 void consumer::top_up_later() {
-  if (top_up_armed_) return;
-  top_up_armed_ = true;
-  top_up_.expires_after(top_up_delay);
-  top_up_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (!self) return;
-    self->top_up_armed_ = false;
-    if (ec || !self->may_ask()) return;
-    if (self->puller_->asked() != 0) return self->pump();
-    if (const std::uint32_t n = self->wanted(true); n > 0) self->ask(n);
+  later(top_up_, &consumer::top_up_armed_, top_up_delay, [](consumer& self) {
+    if (!self.may_ask() || self.wait_for_socket()) return;
+    if (self.puller_->asked() != 0) return self.pump();
+    if (const std::uint32_t n = self.wanted(true); n > 0) self.ask(n);
   });
 }
 
 void consumer::retry_later() {
-  if (retry_armed_) return;
-  retry_armed_ = true;
-  retry_.expires_after(pull_retry_delay);
-  retry_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (!self || ec) return;
-    self->retry_armed_ = false;
-    self->pump();
-  });
+  later(retry_, &consumer::retry_armed_, pull_retry_delay, [](consumer& self) { self.pump(); });
 }
 
 }  // namespace amqp::broker

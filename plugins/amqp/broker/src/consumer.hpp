@@ -78,6 +78,8 @@ class consumer final : public std::enable_shared_from_this<consumer> {
   void ask(std::uint32_t n);
   void top_up_later();
   void give(std::uint32_t n);
+  template <class Then>
+  void later(boost::asio::steady_timer& timer, bool consumer::*armed, std::chrono::milliseconds delay, Then then);
   void retry_later();
   bool wait_for_socket();
 

@@ -121,7 +121,7 @@ void client_impl::send_waiting_locked() {
 // exactly one `done`: a periodic sweep fails publishes older than publish_timeout. It also
 // lifts a requeue barrier whose NAKs went unanswered too long (inbox.cpp).
 void client_impl::arm_sweep() {
-  if (sweep_armed_ || (in_flight_.empty() && barriers_.empty()) || !sweep_timer_) return;
+  if (sweep_armed_ || (in_flight_.empty() && barriers_.empty() && gates_.empty()) || !sweep_timer_) return;
   sweep_armed_ = true;
   sweep_timer_->expires_after(sweep_period);
   std::weak_ptr<client> weak = weak_from_this();
@@ -134,11 +134,12 @@ void client_impl::arm_sweep() {
 void client_impl::sweep() {
   std::vector<pending_publish> expired;
   std::vector<resume_fn> released;
+  std::vector<std::pair<std::uint64_t, std::string>> unheld;
   {
     std::lock_guard lock{mutex_};
     sweep_armed_ = false;
     const auto now = std::chrono::steady_clock::now();
-    released = expire_barriers_locked(now);
+    released = expire_barriers_locked(now, unheld);
     const auto cutoff = now - options_.publish_timeout;
     for (auto it = in_flight_.begin(); it != in_flight_.end();) {
       if (it->second.sent_at > cutoff) {
@@ -151,6 +152,8 @@ void client_impl::sweep() {
     send_waiting_locked();
     arm_sweep();
   }
+  if (!released.empty() || !unheld.empty()) requeued_cv_.notify_all();
+  for (const auto& [id, reply] : unheld) send_nak(id, reply);
   for (auto& [ex, resume] : released) boost::asio::post(ex, std::move(resume));
   for (auto& p : expired) {
     auto err = failure("publish to " + p.subject, "the bus did not confirm within " +
@@ -176,8 +179,10 @@ void client_impl::fail_all_publishes(const std::string& why) {
 void client_impl::close() {
   if (closed_.exchange(true)) return;
   std::vector<std::shared_ptr<topology_watch::state>> watches;
+  std::unordered_map<const puller_impl*, std::shared_ptr<puller_impl>> draining;  // released at the end
   {
     std::lock_guard lock{mutex_};
+    draining.swap(draining_);
     for (auto& weak : watches_)
       if (auto w = weak.lock()) watches.push_back(std::move(w));
     watches_.clear();

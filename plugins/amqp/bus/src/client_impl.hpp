@@ -112,6 +112,7 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   bool waiting_for_naks_ = false;
   bool no_wait_open_ = false;  // a no-wait request is out: its 404/408 means it brought nothing
   bool dead_requests_ = false;  // a drained inbox had requests open: the server may still list them
+  bool gated_ = false;          // stop() drained with requests open: the client holds the queue's NAKs
   std::uint32_t asked_ = 0;
   bool stopping_ = false;
   bool stopped_ = false;
@@ -172,6 +173,10 @@ class client_impl final : public client {
   // Blocking. Makes the server drop the queue's pull requests whose inbox lost interest (it
   // checks them when asked for the consumer's info). False when the server did not answer.
   bool forget_dead_requests(const std::string& queue);
+  // A puller of `queue` stops with requests open: it is kept until drained, and the queue's NAKs
+  // wait for it (inbox.cpp, "requeue after the drain"). Then drain_finished, once.
+  void drain_started(const std::shared_ptr<puller_impl>& p);
+  void drain_finished(const puller_impl& p);
   // A delivery reached this client: it is held until settled (queue_info::held_here).
   void note_held(std::string_view queue);
   void forget_puller(const puller_impl* p);
@@ -192,6 +197,12 @@ class client_impl final : public client {
     std::size_t unanswered = 0;
     std::chrono::steady_clock::time_point since{};
     std::vector<resume_fn> waiting;
+  };
+  // A queue's NAKs held while a puller of it drains (inbox.cpp, "requeue after the drain").
+  struct drain_gate {
+    std::size_t draining = 0;
+    std::chrono::steady_clock::time_point since{};
+    std::vector<std::pair<std::uint64_t, std::string>> held;  // NAK id, ack subject, in call order
   };
 
   // A blocking JetStream API request: `$JS.API.<api>` with a JSON body.
@@ -217,7 +228,11 @@ class client_impl final : public client {
   void send_waiting_locked();
   bus_status send_publish(std::uint64_t id, pending_publish& p);
   void nak_answered(std::uint64_t id);
-  std::vector<resume_fn> expire_barriers_locked(std::chrono::steady_clock::time_point now);
+  void send_nak(std::uint64_t id, const std::string& reply);
+  void release_gate_locked(const std::string& queue, std::vector<std::pair<std::uint64_t, std::string>>& out);
+  void wait_for_requeues(const std::string& queue);
+  std::vector<resume_fn> expire_barriers_locked(std::chrono::steady_clock::time_point now,
+                                                std::vector<std::pair<std::uint64_t, std::string>>& unheld);
   void arm_sweep();
   void sweep();
   void fail_all_publishes(const std::string& why);
@@ -245,6 +260,9 @@ class client_impl final : public client {
   std::vector<std::weak_ptr<topology_watch::state>> watches_;
   std::unordered_map<std::uint64_t, std::string> naks_;        // unanswered NAK id → queue
   std::unordered_map<std::string, requeue_barrier> barriers_;  // by queue, while it has any
+  std::unordered_map<std::string, drain_gate> gates_;          // by queue, while a puller drains
+  std::unordered_map<const puller_impl*, std::shared_ptr<puller_impl>> draining_;  // kept until drained
+  std::condition_variable requeued_cv_;  // a barrier or a gate went (wait_for_requeues)
   bool sweep_armed_ = false;
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
 

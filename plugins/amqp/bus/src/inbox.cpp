@@ -41,6 +41,9 @@ std::size_t ack_fields_at(const std::vector<std::string_view>& t) {
 // Longer than the server takes to answer a NAK even on a loaded machine; short enough that a
 // server that never answers delays a queue's next pull only briefly.
 constexpr std::chrono::milliseconds requeue_wait{2000};
+// Longer than a drain (its UNSUB confirmed, 5 s at the most) and the request that drops the
+// dead pull requests take: NAKs held longer than this go out anyway.
+constexpr std::chrono::milliseconds drain_wait{12000};
 
 // A stored publish is acknowledged as `{"stream":"AMQP", "seq": N}`: recognised without a
 // JSON parse, which cost a tenth of the adaptor's CPU per published message. Anything else
@@ -113,14 +116,23 @@ void client_impl::nak(const std::string& reply) {
   const std::string queue{consumer_of(reply)};
   if (queue.empty() || inbox_.empty()) return settle(reply, "-NAK");  // nothing to hold a pull for
   const std::uint64_t id = next_id_++;
+  bool gated = false;
   {
     std::lock_guard lock{mutex_};
     naks_.emplace(id, queue);
     auto& barrier = barriers_[queue];
     if (barrier.unanswered++ == 0) barrier.since = std::chrono::steady_clock::now();
+    if (auto g = gates_.find(queue); g != gates_.end()) {
+      g->second.held.emplace_back(id, reply);
+      gated = true;
+    }
     arm_sweep();
   }
   unhold(queue);
+  if (!gated) send_nak(id, reply);
+}
+
+void client_impl::send_nak(std::uint64_t id, const std::string& reply) {
   const std::string answer = inbox_ + ".n." + std::to_string(id);
   if (natsConnection_PublishRequestString(conn_.get(), reply.c_str(), answer.c_str(), "-NAK") != NATS_OK)
     nak_answered(id);  // not sent: nothing to wait for (the ack wait brings the message back)
@@ -147,11 +159,69 @@ void client_impl::nak_answered(std::uint64_t id) {
     released = std::move(barrier->second.waiting);
     barriers_.erase(barrier);
   }
+  requeued_cv_.notify_all();
   for (auto& [ex, resume] : released) boost::asio::post(ex, std::move(resume));
 }
 
-// With mutex_ held: lifts the barriers that waited longer than requeue_wait.
-std::vector<client_impl::resume_fn> client_impl::expire_barriers_locked(std::chrono::steady_clock::time_point now) {
+// Blocking: until `queue` has no NAK held or unanswered (requeue_wait at the most), so that a
+// count taken next includes them.
+void client_impl::wait_for_requeues(const std::string& queue) {
+  std::unique_lock lock{mutex_};
+  requeued_cv_.wait_for(lock, requeue_wait, [&] { return !barriers_.contains(queue) && !gates_.contains(queue); });
+}
+
+// ---- requeue after the drain ----------------------------------------------------------------
+//
+// nats-server keeps a pull request whose inbox lost interest until it next looks at its waiting
+// requests. A NAK applied while a stopping consumer's request is still alive hands the message
+// straight back to that request (it goes back again, behind the others); one applied while only
+// dead requests are listed makes the server take the first requeued message off its redelivery
+// queue, find no one to give it to, and append it again, behind the others. Either way the
+// requeued messages come back permuted. So while a puller of a queue drains, that queue's NAKs
+// are held, in call order, and sent once the drain is over and the server dropped the dead
+// requests (puller_impl::drained); the queue's pulls wait for them as for any NAK.
+
+void client_impl::drain_started(const std::shared_ptr<puller_impl>& p) {
+  std::lock_guard lock{mutex_};
+  draining_.emplace(p.get(), p);
+  auto& gate = gates_[p->queue()];
+  if (gate.draining++ == 0) gate.since = std::chrono::steady_clock::now();
+  arm_sweep();
+}
+
+void client_impl::drain_finished(const puller_impl& p) {
+  std::vector<std::pair<std::uint64_t, std::string>> held;
+  std::shared_ptr<puller_impl> done;  // destroyed outside the lock
+  {
+    std::lock_guard lock{mutex_};
+    if (auto it = draining_.find(&p); it != draining_.end()) {
+      done = std::move(it->second);
+      draining_.erase(it);
+    }
+    auto gate = gates_.find(p.queue());
+    if (gate == gates_.end() || --gate->second.draining > 0) return;
+    release_gate_locked(p.queue(), held);
+  }
+  requeued_cv_.notify_all();
+  for (const auto& [id, reply] : held) send_nak(id, reply);
+}
+
+// With mutex_ held: takes a gate's NAKs out, in call order, for the caller to send.
+void client_impl::release_gate_locked(const std::string& queue, std::vector<std::pair<std::uint64_t, std::string>>& out) {
+  auto gate = gates_.find(queue);
+  if (gate == gates_.end()) return;
+  for (auto& held : gate->second.held) out.push_back(std::move(held));
+  gates_.erase(gate);
+}
+
+// With mutex_ held: lifts the barriers that waited longer than requeue_wait, and releases the
+// gates of drains that took longer than drain_wait (their NAKs into `unheld`).
+std::vector<client_impl::resume_fn> client_impl::expire_barriers_locked(
+    std::chrono::steady_clock::time_point now, std::vector<std::pair<std::uint64_t, std::string>>& unheld) {
+  std::vector<std::string> stale;
+  for (const auto& [queue, gate] : gates_)
+    if (now - gate.since >= drain_wait) stale.push_back(queue);
+  for (const auto& queue : stale) release_gate_locked(queue, unheld);
   std::vector<resume_fn> released;
   for (auto b = barriers_.begin(); b != barriers_.end();) {
     if (now - b->second.since < requeue_wait) {

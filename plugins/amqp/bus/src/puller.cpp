@@ -313,6 +313,15 @@ void puller_impl::stop() {
   for (const auto& w : wanted_) asked_ -= w.batch;
   wanted_.clear();
   watchdog_.cancel();
+  const auto open = counts_.find(generation_);
+  if (current_ && open != counts_.end() && open->second.asked > 0) {
+    // What its requests still bring, or NAKs the queue gets meanwhile, must not meet the
+    // requests the server still lists: the queue's NAKs wait for the drain (client_impl).
+    if (auto owner = owner_.lock()) {
+      gated_ = true;
+      owner->drain_started(shared_from_this());
+    }
+  }
   drain_current();
   if (!current_ && counts_.empty()) {
     boost::asio::post(ex_, [self = shared_from_this()] { self->finish_stop(); });
@@ -322,9 +331,13 @@ void puller_impl::stop() {
 void puller_impl::finish_stop() {
   if (stopped_) return;
   stopped_ = true;
+  auto keep = shared_from_this();  // the client may hold the last reference (drain_started)
   auto on_stopped = std::move(callbacks_.on_stopped);
   callbacks_ = {};  // releases what the callbacks captured
-  if (auto owner = owner_.lock()) owner->forget_puller(this);
+  if (auto owner = owner_.lock()) {
+    owner->forget_puller(this);
+    if (gated_) owner->drain_finished(*this);
+  }
   if (on_stopped) on_stopped();
 }
 

@@ -265,6 +265,33 @@ TEST_CASE("stop with messages on their way: each reaches the callback before on_
   }
 }
 
+// nats-server lists a drained inbox's requests until it next looks at them; a NAK applied before
+// then finds only those and puts the first requeued message behind the others (m2 m3 m4 m5 m1,
+// every round, when the naks go out at once). The client holds the queue's NAKs until the drain
+// is over and the server dropped them.
+TEST_CASE("naks made as a puller stops with requests open come back in the order they were made") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("closing", {"amqp.d.closing"}).ok());
+  for (int round = 0; round < 10; ++round) {
+    CAPTURE(round);
+    for (int i = 1; i <= 5; ++i) REQUIRE(h.publish_one("amqp.d.closing", "", "m" + std::to_string(i)).ok());
+    collector col(h, "closing");
+    col.p->request(8, 10s);  // three left open when the five arrived
+    REQUIRE(h.run_until([&] { return col.deliveries.size() == 5; }));
+    col.p->stop();  // as a closing channel does: its consumer stops, then it requeues
+    for (const auto& d : col.deliveries) h.bus->nak(d.reply);
+    REQUIRE(h.run_until([&] { return col.stopped(); }));
+    std::vector<std::string> again;
+    for (int i = 0; i < 5; ++i) {
+      auto g = get_one(h, "closing");
+      REQUIRE(g.message.has_value());
+      again.push_back(g.message->body);
+      h.bus->ack(g.message->reply);
+    }
+    CHECK(again == std::vector<std::string>{"m1", "m2", "m3", "m4", "m5"});
+  }
+}
+
 TEST_CASE("get: a message when one is ready, 404 when none, the requeued one first") {
   harness h;
   REQUIRE(h.bus->ensure_queue_consumer("g", {"amqp.d.g"}).ok());
