@@ -152,7 +152,6 @@ void client_impl::sweep() {
     send_waiting_locked();
     arm_sweep();
   }
-  if (!released.empty() || !unheld.empty()) requeued_cv_.notify_all();
   for (const auto& [id, reply] : unheld) send_nak(id, reply);
   for (auto& [ex, resume] : released) boost::asio::post(ex, std::move(resume));
   for (auto& p : expired) {

@@ -230,7 +230,6 @@ class client_impl final : public client {
   void nak_answered(std::uint64_t id);
   void send_nak(std::uint64_t id, const std::string& reply);
   void release_gate_locked(const std::string& queue, std::vector<std::pair<std::uint64_t, std::string>>& out);
-  void wait_for_requeues(const std::string& queue);
   std::vector<resume_fn> expire_barriers_locked(std::chrono::steady_clock::time_point now,
                                                 std::vector<std::pair<std::uint64_t, std::string>>& unheld);
   void arm_sweep();
@@ -262,7 +261,6 @@ class client_impl final : public client {
   std::unordered_map<std::string, requeue_barrier> barriers_;  // by queue, while it has any
   std::unordered_map<std::string, drain_gate> gates_;          // by queue, while a puller drains
   std::unordered_map<const puller_impl*, std::shared_ptr<puller_impl>> draining_;  // kept until drained
-  std::condition_variable requeued_cv_;  // a barrier or a gate went (wait_for_requeues)
   bool sweep_armed_ = false;
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
 

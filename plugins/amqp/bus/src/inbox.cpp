@@ -159,15 +159,7 @@ void client_impl::nak_answered(std::uint64_t id) {
     released = std::move(barrier->second.waiting);
     barriers_.erase(barrier);
   }
-  requeued_cv_.notify_all();
   for (auto& [ex, resume] : released) boost::asio::post(ex, std::move(resume));
-}
-
-// Blocking: until `queue` has no NAK held or unanswered (requeue_wait at the most), so that a
-// count taken next includes them.
-void client_impl::wait_for_requeues(const std::string& queue) {
-  std::unique_lock lock{mutex_};
-  requeued_cv_.wait_for(lock, requeue_wait, [&] { return !barriers_.contains(queue) && !gates_.contains(queue); });
 }
 
 // ---- requeue after the drain ----------------------------------------------------------------
@@ -179,7 +171,8 @@ void client_impl::wait_for_requeues(const std::string& queue) {
 // queue, find no one to give it to, and append it again, behind the others. Either way the
 // requeued messages come back permuted. So while a puller of a queue drains, that queue's NAKs
 // are held, in call order, and sent once the drain is over and the server dropped the dead
-// requests (puller_impl::drained); the queue's pulls wait for them as for any NAK.
+// requests (puller_impl::drained); the queue's pulls wait for them as for any NAK. A count taken
+// meanwhile already has them: a NAK'ed delivery is no longer held (queue_info::ready).
 
 void client_impl::drain_started(const std::shared_ptr<puller_impl>& p) {
   std::lock_guard lock{mutex_};
@@ -202,7 +195,6 @@ void client_impl::drain_finished(const puller_impl& p) {
     if (gate == gates_.end() || --gate->second.draining > 0) return;
     release_gate_locked(p.queue(), held);
   }
-  requeued_cv_.notify_all();
   for (const auto& [id, reply] : held) send_nak(id, reply);
 }
 
