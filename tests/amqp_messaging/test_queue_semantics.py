@@ -227,6 +227,17 @@ class Requeue(Base):
         self.assertEqual(drain_by_get(self.ch, self.q), [("m1", True), ("m2", False), ("m3", False)])
 
 
+class CountsFollowTheChannel(Base):
+    def test_a_declare_or_purge_after_publishes_on_the_channel_counts_them(self):
+        ch = self.conn.channel()  # no confirms: the publishes are still on their way
+        for _ in range(3):
+            for _ in range(50):
+                ch.basic_publish("", self.q, b"x")
+            self.assertEqual(ch.queue_declare(self.q, passive=True).method.message_count, 50)
+            self.assertEqual(ch.queue_purge(self.q).method.message_count, 50)
+            self.assertEqual(count(ch, self.q), 0)
+
+
 def frames(sock):
     """Decoded frames from a socket, as a generator (pika's codec)."""
     buffered = b""

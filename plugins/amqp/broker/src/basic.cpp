@@ -88,16 +88,6 @@ void drop_consumer(basic_state& s, consumer& c, bool registered) {
   if (registered) s.ctx.state().remove_consumer(c.queue(), s.ctx, c.tag());
 }
 
-// Runs `work` once every publish of this channel handed to the bus so far was answered, so a
-// basic.get after a publish on the same channel can see that message.
-void after_publishes(basic_state& s, std::function<void()> work) {
-  if (s.publishes_in_flight == 0) {
-    work();
-    return;
-  }
-  s.after_publishes.push_back(std::move(work));
-}
-
 // Calls then() when `queue` exists and this connection may use it; fails the channel
 // otherwise (404 absent, 405 another connection's exclusive queue).
 template <class Then>
@@ -324,7 +314,7 @@ void basic_class::on_method(wire::basic_get m) {
   auto queue = s.ctx.resolve_queue(m.queue, during);
   if (!queue) return;
   with_usable_queue(s.ctx, *queue, during, [&s, queue = *queue, no_ack = m.no_ack] {
-    after_publishes(s, [&s, queue, no_ack] {
+    s.ctx.basic().after_publishes([&s, queue, no_ack] {
       if (s.closed) return;
       auto get = std::make_shared<get_request>(s, queue, no_ack);
       s.get = get;
@@ -381,6 +371,13 @@ void basic_class::closed() {
   s.after_publishes.clear();
   // Answers still to come find the channel closed: release their cost now.
   s.ctx.port().publish_answered(std::exchange(s.publish_cost_in_flight, 0));
+}
+
+void basic_class::after_publishes(std::function<void()> work) {
+  auto& s = *state_;
+  if (s.closed) return;
+  if (s.publishes_in_flight == 0) return work();
+  s.after_publishes.push_back(std::move(work));
 }
 
 void basic_class::queue_deleted(const std::string& queue) {

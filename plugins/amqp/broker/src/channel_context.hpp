@@ -202,6 +202,11 @@ class basic_class {
   // The channel is gone: requeue outstanding deliveries, stop consumers (remove_consumer each).
   // Nothing may be sent any more. Called once.
   void closed();
+  // Runs `work` once every publish this channel handed to the bus so far was answered (at once
+  // when none is in flight), so that a method that reports on a queue after a publish on the
+  // same channel sees that message, as a channel's methods are ordered in RabbitMQ. Dropped
+  // when the channel closes first.
+  void after_publishes(std::function<void()> work);
   // The broker deleted `queue` (queue.delete anywhere, its exclusive owner gone, auto-delete,
   // or another replica deleted it): send a server-initiated basic.cancel to each consumer of
   // this channel on it and stop them. Their registry entries are already gone.

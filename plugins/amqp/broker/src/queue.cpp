@@ -109,15 +109,18 @@ void answer_declare(channel_context& ctx, const std::string& name, bool no_wait)
   static constexpr auto key = wire::queue_declare::key;
   ctx.last_queue = name;
   broker* b = &ctx.state();
-  ctx.run_on_bus(key, [b, name] { return pending_or_heal(*b, name); },
-                 [&ctx, name, no_wait](count_or_failure pending) {
-                   if (auto* f = std::get_if<store::failure>(&pending)) return bus_failed(ctx, *f, key);
-                   if (!no_wait) {
-                     ctx.reply(wire::queue_declare_ok{name, clamp32(std::get<std::uint64_t>(pending)),
-                                                      ctx.state().consumer_count(name)});
-                   }
-                   ctx.finish();
-                 });
+  // Counted once this channel's publishes so far are stored, as RabbitMQ counts them.
+  ctx.basic().after_publishes([&ctx, b, name, no_wait] {
+    ctx.run_on_bus(key, [b, name] { return pending_or_heal(*b, name); },
+                   [&ctx, name, no_wait](count_or_failure pending) {
+                     if (auto* f = std::get_if<store::failure>(&pending)) return bus_failed(ctx, *f, key);
+                     if (!no_wait) {
+                       ctx.reply(wire::queue_declare_ok{name, clamp32(std::get<std::uint64_t>(pending)),
+                                                        ctx.state().consumer_count(name)});
+                     }
+                     ctx.finish();
+                   });
+  });
 }
 
 bool equivalent(channel_context& ctx, const std::string& name, const routing::queue_def& current,
@@ -343,18 +346,21 @@ void on_queue_purge(channel_context& ctx, wire::queue_purge m) {
   if (!queue) return;
   with_queue(ctx, *queue, key, [&ctx, queue = *queue, no_wait = m.no_wait] {
     broker* b = &ctx.state();
-    ctx.run_on_bus(
-        key,
-        [b, queue]() -> count_or_failure {
-          auto purged = b->bus().purge_queue(queue, b->filters_of(queue));
-          if (!purged) return store::failure{purged.error().text};
-          return *purged;
-        },
-        [&ctx, no_wait](count_or_failure purged) {
-          if (auto* f = std::get_if<store::failure>(&purged)) return bus_failed(ctx, *f, key);
-          if (!no_wait) ctx.reply(wire::queue_purge_ok{clamp32(std::get<std::uint64_t>(purged))});
-          ctx.finish();
-        });
+    // What this channel published before the purge is purged too.
+    ctx.basic().after_publishes([&ctx, b, queue, no_wait] {
+      ctx.run_on_bus(
+          key,
+          [b, queue]() -> count_or_failure {
+            auto purged = b->bus().purge_queue(queue, b->filters_of(queue));
+            if (!purged) return store::failure{purged.error().text};
+            return *purged;
+          },
+          [&ctx, no_wait](count_or_failure purged) {
+            if (auto* f = std::get_if<store::failure>(&purged)) return bus_failed(ctx, *f, key);
+            if (!no_wait) ctx.reply(wire::queue_purge_ok{clamp32(std::get<std::uint64_t>(purged))});
+            ctx.finish();
+          });
+    });
   });
 }
 
@@ -380,28 +386,31 @@ void on_queue_delete(channel_context& ctx, wire::queue_delete_ m) {
                                  key);
                }
                broker* b = &ctx.state();
-               ctx.run_on_bus(
-                   key, [b, queue] { return store::pending_messages(*b, queue); },
-                   [&ctx, queue, m, answer](count_or_failure pending) {
-                     if (auto* f = std::get_if<store::failure>(&pending)) return bus_failed(ctx, *f, key);
-                     auto count = std::get<std::uint64_t>(pending);
-                     if (m.if_empty && count > 0) {
-                       return ctx.fail(wire::reply_code::precondition_failed,
-                                       "queue " + quoted(queue) +
-                                           " in vhost '/' is not empty; purge it first, or delete it "
-                                           "without if-empty",
-                                       key);
-                     }
-                     // Local first: consumers here get basic.cancel; then the bus.
-                     ctx.state().forget_queue(queue);
-                     broker* bp = &ctx.state();
-                     ctx.run_on_bus(
-                         key, [bp, queue] { return store::remove_entry(*bp, routing::queue_key(queue)); },
-                         [&ctx, answer, count](std::optional<store::failure> failed) {
-                           if (failed) return bus_failed(ctx, *failed, key);
-                           answer(count);
-                         });
-                   });
+               // if-empty and the count see what this channel published before.
+               ctx.basic().after_publishes([&ctx, b, queue, m, answer] {
+                 ctx.run_on_bus(
+                     key, [b, queue] { return store::pending_messages(*b, queue); },
+                     [&ctx, queue, m, answer](count_or_failure pending) {
+                       if (auto* f = std::get_if<store::failure>(&pending)) return bus_failed(ctx, *f, key);
+                       auto count = std::get<std::uint64_t>(pending);
+                       if (m.if_empty && count > 0) {
+                         return ctx.fail(wire::reply_code::precondition_failed,
+                                         "queue " + quoted(queue) +
+                                             " in vhost '/' is not empty; purge it first, or delete it "
+                                             "without if-empty",
+                                         key);
+                       }
+                       // Local first: consumers here get basic.cancel; then the bus.
+                       ctx.state().forget_queue(queue);
+                       broker* bp = &ctx.state();
+                       ctx.run_on_bus(
+                           key, [bp, queue] { return store::remove_entry(*bp, routing::queue_key(queue)); },
+                           [&ctx, answer, count](std::optional<store::failure> failed) {
+                             if (failed) return bus_failed(ctx, *failed, key);
+                             answer(count);
+                           });
+                     });
+               });
              });
 }
 

@@ -204,10 +204,12 @@ void client_impl::close() {
     if (sweep_timer_) sweep_timer_->cancel();
     sweep_timer_.reset();
   }
+  if (control_) natsConnection_Close(control_.get());
   if (conn_) natsConnection_Close(conn_.get());
   inbox_sub_.reset();
   kv_.reset();
   js_.reset();
+  control_.reset();
   conn_.reset();
 }
 

@@ -162,7 +162,7 @@ class client_impl final : public client {
   void close() override;
 
   // ---- used by puller_impl
-  natsConnection* connection() const { return conn_.get(); }
+  natsConnection* pull_connection() const { return control_.get(); }
   bool closed() const { return closed_; }
   // True when `queue` has NAKs the server has not answered yet: `resume` is then posted to `ex`
   // once it has none (or requeue_wait passed).
@@ -207,6 +207,7 @@ class client_impl final : public client {
 
   // A blocking JetStream API request: `$JS.API.<api>` with a JSON body.
   bus_result<json> api(std::string_view step, const std::string& api_subject, const json& body);
+  bus_result<connection_ptr> connect(const std::string& step, const std::string& name, bool send_at_once);
   int request_timeout_ms() const;
   int remaining_ms() const;  // until options_.deadline, at least 1
   json consumer_config(const std::string& queue, const std::vector<std::string>& filters) const;
@@ -240,7 +241,8 @@ class client_impl final : public client {
   client_options options_;
   std::vector<std::string> servers_;
   std::string url_text_;  // for messages
-  connection_ptr conn_;
+  connection_ptr conn_;     // buffered: publishes, settlements, their answers (connection.cpp)
+  connection_ptr control_;  // sends at once: pull requests and their inboxes, API and bucket requests
   js_ptr js_;
   kv_store_ptr kv_;
   std::unique_ptr<boost::asio::thread_pool> workers_;

@@ -96,7 +96,7 @@ bus_status puller_impl::subscribe() {
   auto box = std::make_shared<inbox_box>(inbox_box{weak_from_this(), owner_, queue_, generation, nullptr});
   auto* closure = new std::shared_ptr<inbox_box>(box);
   natsSubscription* sub = nullptr;
-  natsStatus s = natsConnection_Subscribe(&sub, owner->connection(), inbox.get(), &puller_impl::on_msg, closure);
+  natsStatus s = natsConnection_Subscribe(&sub, owner->pull_connection(), inbox.get(), &puller_impl::on_msg, closure);
   if (s != NATS_OK) {
     delete closure;
     return nats_failure(step, s);
@@ -369,7 +369,7 @@ bool client_impl::publish_pull(const std::string& queue, const std::string& repl
     request["expires"] = std::chrono::duration_cast<std::chrono::nanoseconds>(expires).count();
   const std::string body = request.dump();
   const std::string subject = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + queue;
-  return natsConnection_PublishRequest(conn_.get(), subject.c_str(), reply.c_str(), body.data(),
+  return natsConnection_PublishRequest(control_.get(), subject.c_str(), reply.c_str(), body.data(),
                                        static_cast<int>(body.size())) == NATS_OK;
 }
 

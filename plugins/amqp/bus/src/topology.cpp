@@ -184,7 +184,7 @@ bus_result<std::uint64_t> client_impl::kv_put_expecting(const std::string& step,
     s = natsMsgHeader_Set(msg.get(), "Nats-Expected-Last-Subject-Sequence", std::to_string(expected).c_str());
   if (s != NATS_OK) return nats_failure(step, s);
   natsMsg* reply_raw = nullptr;
-  s = natsConnection_RequestMsg(&reply_raw, conn_.get(), msg.get(), request_timeout_ms());
+  s = natsConnection_RequestMsg(&reply_raw, control_.get(), msg.get(), request_timeout_ms());
   msg_ptr reply{reply_raw};
   if (s == NATS_NO_RESPONDERS) return failure(step, "no bucket captures the key (bucket deleted?)");
   if (s != NATS_OK) return nats_failure(step, s);

@@ -243,11 +243,13 @@ TEST_CASE("stop with messages on their way: each reaches the callback before on_
   for (int round = 0; round < 20; ++round) {
     collector col(h, "race");
     col.p->request(50, 30s);
+    int stored = 0;
     for (int i = 0; i < 20; ++i)
       h.bus->publish("amqp.d.race", "", std::to_string(round) + "-" + std::to_string(i), h.io.get_executor(),
-                     [](bus_status) {});
+                     [&](bus_status s) { stored += s.ok() ? 1 : 0; });
+    h.run_until([&] { return stored > 0; }, 5s);
     col.p->stop();  // while the server is sending
-    REQUIRE(h.run_until([&] { return col.stopped(); }, 5s));
+    REQUIRE(h.run_until([&] { return col.stopped() && stored == 20; }, 5s));
     CHECK_FALSE(col.state->delivered_after_stop);
     for (const auto& d : col.deliveries) h.bus->ack(d.reply);
     // What the puller did not get is in the queue, ready at once (not held by a dead request).
