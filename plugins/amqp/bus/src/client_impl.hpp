@@ -110,7 +110,7 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   std::map<std::uint32_t, inbox_count> counts_;  // the current and the draining generations
   std::deque<wanted> wanted_;                    // held back behind the queue's NAKs
   bool waiting_for_naks_ = false;
-  bool no_wait_open_ = false;  // a no-wait request is out: its 404/408 means it brought nothing
+  bool no_wait_open_ = false;  // a no-wait request is out: its 404/408/503 means it brought nothing
   bool dead_requests_ = false;  // a drained inbox had requests open: the server may still list them
   bool gated_ = false;          // stop() drained with requests open: the client holds the queue's NAKs
   std::uint32_t asked_ = 0;

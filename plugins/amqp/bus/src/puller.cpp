@@ -213,8 +213,9 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
   std::uint32_t unfilled = 0;
   if (a.unfilled) {
     unfilled = std::min(*a.unfilled, count->second.asked);
-  } else if (no_wait_open_ && (a.status.code == 404 || a.status.code == 408)) {
-    unfilled = std::min<std::uint32_t>(1, count->second.asked);  // the no-wait request, empty-handed
+  } else if (no_wait_open_ && (a.status.code == 404 || a.status.code == 408 || a.status.code == 503)) {
+    // The no-wait request, empty-handed (503: it reached no consumer at all).
+    unfilled = std::min<std::uint32_t>(1, count->second.asked);
     no_wait_open_ = false;
   } else if (generation == generation_) {
     // Ended without saying how much of it went unfilled: the inbox is replaced, and what its
