@@ -14,6 +14,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "amqp/bus/client.hpp"
 #include "completion_queue.hpp"
@@ -268,6 +269,7 @@ class client_impl final : public client {
 
   mutable std::mutex held_mutex_;
   std::unordered_map<std::string, std::uint64_t> held_;  // by queue: received, not settled
+  std::unordered_set<std::string> unsynced_;             // queues settled since their last sync
 
   std::shared_ptr<completion_queue> completions_ = std::make_shared<completion_queue>();
   msg_batch_release released_;  // sent messages, pub acks and deliveries

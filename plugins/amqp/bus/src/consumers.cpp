@@ -169,6 +169,10 @@ bus_status client_impl::reclaim_queue(const std::string& queue, const std::strin
       return nats_failure(step + " of queue " + queue, s);
     from = *seq + 1;
   }
+  {
+    std::lock_guard lock{held_mutex_};
+    unsynced_.insert(queue);
+  }
   return sync_settlements(queue, step + " of queue " + queue);
 }
 
