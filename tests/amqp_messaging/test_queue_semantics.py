@@ -228,6 +228,16 @@ class Requeue(Base):
 
 
 class CountsFollowTheChannel(Base):
+    def test_a_get_right_after_a_publish_on_the_channel_gets_it_every_time(self):
+        # nats-server acknowledges a stored publish before the queue's consumer has counted it;
+        # the get that follows must still find the message.
+        ch = self.conn.channel()
+        for i in range(300):
+            ch.basic_publish("", self.q, f"p{i}".encode())
+            method, _props, body = ch.basic_get(self.q, auto_ack=True)
+            self.assertEqual(body, f"p{i}".encode(), f"round {i}")
+        self.assertEqual(ch.basic_get(self.q), (None, None, None))
+
     def test_a_declare_or_purge_after_publishes_on_the_channel_counts_them(self):
         ch = self.conn.channel()  # no confirms: the publishes are still on their way
         for _ in range(3):

@@ -117,9 +117,16 @@ void with_usable_queue(channel_context& ctx, const std::string& queue, wire::met
 // bus says nothing is ready for it (404, or 408 when other consumers' requests already claim
 // what is pending), as RabbitMQ answers at once. Owned by the channel (basic_state::get), with
 // a puller of its own: an answer that comes after the channel went goes back to the queue.
+//
+// nats-server acknowledges a stored publish before the queue's consumer has counted it (the
+// stream signals its consumers from a queue of its own), so a no-wait pull right after a
+// publish's ack can find the queue empty. A get that followed this channel's own publishes
+// therefore waits briefly for the first message instead (after_publish_wait), and answers
+// get-empty if none comes.
 class get_request final : public std::enable_shared_from_this<get_request> {
  public:
-  get_request(basic_state& s, std::string queue, bool no_ack) : s_(s), queue_(std::move(queue)), no_ack_(no_ack) {}
+  get_request(basic_state& s, std::string queue, bool no_ack, bool after_own_publishes)
+      : s_(s), queue_(std::move(queue)), no_ack_(no_ack), after_own_publishes_(after_own_publishes) {}
 
   void start() {
     std::weak_ptr<get_request> weak = weak_from_this();
@@ -132,11 +139,12 @@ class get_request final : public std::enable_shared_from_this<get_request> {
       if (auto self = weak.lock()) self->empty(e);
     };
     puller_ = s_.ctx.bus().make_puller(queue_, s_.ctx.executor(), std::move(callbacks));
-    puller_->request(1, no_wait);
+    puller_->request(1, after_own_publishes_ ? after_publish_wait : no_wait);
   }
 
  private:
   static constexpr std::chrono::milliseconds no_wait{0};  // the bus's no-wait pull (client.hpp)
+  static constexpr std::chrono::milliseconds after_publish_wait{100};
 
   void got(bus::delivery d) {
     const auto addr = routing::split_subject(d.subject).value_or(routing::address{});
@@ -184,6 +192,7 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   basic_state& s_;
   std::string queue_;
   bool no_ack_;
+  bool after_own_publishes_;
   std::shared_ptr<bus::puller> puller_;
   std::string why_;  // what the bus said, when it did not answer with a message or empty
 };
@@ -314,9 +323,10 @@ void basic_class::on_method(wire::basic_get m) {
   auto queue = s.ctx.resolve_queue(m.queue, during);
   if (!queue) return;
   with_usable_queue(s.ctx, *queue, during, [&s, queue = *queue, no_ack = m.no_ack] {
-    s.ctx.basic().after_publishes([&s, queue, no_ack] {
+    const bool after_own_publishes = s.publishes_in_flight > 0;
+    s.ctx.basic().after_publishes([&s, queue, no_ack, after_own_publishes] {
       if (s.closed) return;
-      auto get = std::make_shared<get_request>(s, queue, no_ack);
+      auto get = std::make_shared<get_request>(s, queue, no_ack, after_own_publishes);
       s.get = get;
       get->start();
     });
