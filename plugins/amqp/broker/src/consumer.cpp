@@ -10,7 +10,6 @@ namespace amqp::broker {
 consumer::consumer(basic_state& channel, options o)
     : channel_(&channel),
       options_(std::move(o)),
-      broker_(channel.ctx.state_ptr()),
       bus_(channel.ctx.bus_ptr()),
       global_(channel.global),
       retry_(channel.ctx.executor()),

@@ -17,7 +17,6 @@
 
 namespace amqp::broker {
 
-class broker;
 struct basic_state;
 
 // An in-flight bound: `used` counts deliveries not yet settled plus messages asked for and
@@ -85,7 +84,6 @@ class consumer final : public std::enable_shared_from_this<consumer> {
 
   basic_state* channel_;  // null once stopped
   options options_;
-  std::shared_ptr<broker> broker_;
   std::shared_ptr<bus::client> bus_;
   credit_pool own_;
   std::shared_ptr<credit_pool> global_;
