@@ -1,7 +1,8 @@
 #pragma once
-// The client behind amqp/bus/client.hpp. One nats connection; one wildcard reply
-// subscription (`<inbox>.>`) that carries every publish ack and answered NAK, and one
-// subscription per puller, whose interest is what its pull requests live on.
+// The client behind amqp/bus/client.hpp. Two nats connections (connection.cpp): a buffered one
+// for publishes and settlements, whose wildcard reply subscription (`<inbox>.>`) carries every
+// publish ack and answered NAK, and one that sends at once for pull requests and API requests,
+// with one subscription per puller, whose interest is what its pull requests live on.
 #include <utility>  // before Asio: see platform-notes
 
 #include <boost/asio/steady_timer.hpp>
