@@ -486,6 +486,25 @@ class Publishing(Base):
         self.assertEqual(caught.exception.reply_code, 540)
         self.assertIn("mandatory", caught.exception.reply_text)
 
+    def test_a_key_with_whitespace_routes_to_nothing_and_mandatory_returns_it(self):
+        # RabbitMQ routes such a key like any other; no binding of a direct or topic exchange
+        # (nor a queue name) can hold it here, so it reaches nothing: dropped, or returned.
+        x = name("x")
+        self.ch.exchange_declare(x, "topic")
+        q = self.queue()
+        self.ch.queue_bind(q, x, "#")  # even a catch-all: "#" is spelled as subjects
+        self.ch.confirm_delivery()
+        returned = []
+        self.ch.add_on_return_callback(lambda ch, method, props, body: returned.append((method.reply_code, body)))
+        self.ch.basic_publish(x, "order placed", b"plain")
+        with self.assertRaises(pika.exceptions.UnroutableError):
+            self.ch.basic_publish(x, "order\tplaced", b"mandatory", mandatory=True)
+        self.ch.basic_publish("", "no such queue", b"default exchange")
+        self.conn.process_data_events(time_limit=0.2)
+        self.assertEqual(returned, [(312, b"mandatory")])
+        self.assertTrue(self.ch.is_open)
+        self.assertEqual(self.ch.queue_declare(q, passive=True).method.message_count, 0)
+
     def test_wildcard_publish_key_is_406(self):
         x = name("x")
         self.ch.exchange_declare(x, "topic")

@@ -101,6 +101,18 @@ class AfterCancel(Base):
         self.assertEqual(count(self.ch, self.q), 5)
         self.assertEqual(drain_by_get(self.ch, self.q), [(f"m{i}", True) for i in range(1, 6)])
 
+    def test_get_ok_counts_what_remains_requeued_ones_included(self):
+        publish(self.ch, self.q, ["a", "b", "c"])
+        cch = self.conn.channel()
+        tag, got = take(self.conn, cch, self.q, 2, prefetch=2)
+        cch.basic_cancel(tag)
+        cch.basic_nack(delivery_tag=0, multiple=True, requeue=True)  # a and b: requeued
+        remaining = []
+        for _ in range(3):
+            method, _props, _body = self.ch.basic_get(self.q, auto_ack=True)
+            remaining.append(method.message_count)
+        self.assertEqual(remaining, [2, 1, 0])
+
     def test_a_cancelled_consumer_holds_nothing_published_after_its_cancel(self):
         publish(self.ch, self.q, ["a1", "a2", "a3"])
         cch = self.conn.channel()

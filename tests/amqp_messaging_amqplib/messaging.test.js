@@ -6,7 +6,7 @@
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const { test } = require('node:test');
-const { amqplibDefs: defs } = require('../node');
+const { amqplib, amqplibDefs: defs } = require('../node');
 const { name, connect, channel, open, queue, consume, bodies, assertConnectionUsable } = require('./support');
 const { redeliveredAfter, closeChannel, killConnection, nackRequeue, assertRedelivered } = require('./redelivery');
 
@@ -349,4 +349,29 @@ test('prefetch-size other than 0 is refused with 540 and the remedy', T, async (
   assert.equal(err.code, 540);
   assert.match(err.message, /bound the channel by message count/);
   await assertConnectionUsable(conn);
+});
+
+// RabbitMQ's extension for refreshing a token: answered update-secret-ok, the connection goes on.
+test('connection.update-secret is answered and the connection stays usable', T, async (t) => {
+  const { conn } = await open(t);
+  await conn.updateSecret(Buffer.from('a refreshed token'), 'token refresh');
+  await conn.updateSecret(Buffer.from('and again'), 'token refresh');
+  await assertConnectionUsable(conn);
+});
+
+// amqplib writes connection.close ahead of publishes still in its buffer; the server answers
+// close-ok and drains what follows instead of resetting the connection, so the close completes.
+test('a close with publishes pipelined behind it completes', T, async (t) => {
+  for (let round = 0; round < 10; round += 1) {
+    const conn = await amqplib.connect(process.env.AMQP_URL);
+    const ch = await conn.createChannel();
+    const q = await queue(ch);
+    const closed = new Promise((resolve) => conn.once('close', resolve));
+    const errors = [];
+    conn.on('error', (err) => errors.push(err.message));
+    for (let i = 0; i < 10; i += 1) ch.sendToQueue(q, Buffer.from(`late-${i}`));
+    await conn.close();
+    await closed;
+    assert.deepEqual(errors, [], `round ${round}`);
+  }
 });

@@ -142,6 +142,16 @@ class OneCloud(unittest.TestCase):
         self.assertEqual(ch.queue_delete(queue="never-declared-q").method.message_count, 0)
         del tag
 
+    def test_an_exchange_type_nobody_defines_is_503_on_the_connection_as_in_rabbitmq(self):
+        for kind in ("ZZwwInvalid", "x-delayed-message", "Topic"):
+            conn = connect(self.cloud)
+            with self.assertRaises(pika.exceptions.ConnectionClosedByBroker) as caught:
+                conn.channel().exchange_declare(exchange="odd-x", exchange_type=kind)
+            self.assertEqual(caught.exception.reply_code, 503)
+            self.assertEqual(caught.exception.reply_text,
+                             f"COMMAND_INVALID - unknown exchange type '{kind}'; declare it with type direct, "
+                             "fanout or topic")
+
     def test_purge_answers_the_count(self):
         self.ch.confirm_delivery()
         self.ch.exchange_declare(exchange="purge-x", exchange_type="topic")

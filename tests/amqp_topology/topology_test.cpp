@@ -365,12 +365,6 @@ TEST_CASE(
                    amqp_exchange_declare(c.get(), ch, b("hx"), b("headers"), 0, 0, 0, 0, amqp_empty_table);
                  },
                  540, {"headers", "no subject"});
-  expect_refused(c,
-                 [&](amqp_channel_t ch) {
-                   amqp_exchange_declare(c.get(), ch, b("dx"), b("x-delayed-message"), 0, 0, 0, 0,
-                                         amqp_empty_table);
-                 },
-                 540, {"x-delayed-message", "no subject"});
 
   declare_exchange(c, c.open(), "src-x", "fanout");
   expect_refused(c,

@@ -127,6 +127,10 @@ class get_request final : public std::enable_shared_from_this<get_request> {
  public:
   get_request(basic_state& s, std::string queue, bool no_ack, bool after_own_publishes)
       : s_(s), queue_(std::move(queue)), no_ack_(no_ack), after_own_publishes_(after_own_publishes) {}
+  // The channel went while the message was being counted: it goes back to the queue.
+  ~get_request() {
+    if (taken_) s_.ctx.bus().nak(taken_->reply);
+  }
 
   void start() {
     std::weak_ptr<get_request> weak = weak_from_this();
@@ -146,14 +150,30 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   static constexpr std::chrono::milliseconds no_wait{0};  // the bus's no-wait pull (client.hpp)
   static constexpr std::chrono::milliseconds after_publish_wait{100};
 
+  // get-ok says how many messages remain, requeued ones included, which the delivery's own
+  // count (what the server never delivered) leaves out: the queue is counted first, as a passive
+  // declare counts it, with this message already held.
   void got(bus::delivery d) {
+    taken_ = std::move(d);
+    s_.ctx.run_on_bus(
+        wire::basic_get::key, [bus = s_.ctx.bus_ptr(), queue = queue_] { return bus->queue_info(queue); },
+        [weak = weak_from_this()](bus::bus_result<bus::queue_info> info) {
+          auto self = weak.lock();
+          if (!self || !self->taken_) return;
+          self->hand_over(info ? info->ready() : self->taken_->pending);
+        });
+  }
+
+  void hand_over(std::uint64_t remaining) {
+    bus::delivery d = std::move(*taken_);
+    taken_.reset();
     const auto addr = routing::split_subject(d.subject).value_or(routing::address{});
     const std::uint64_t tag = ++s_.next_tag;
     auto props = delivered_properties(d.amqp_props, d.delivered);
     std::string out;
     encode_delivery(out, s_.ctx.id(),
                     wire::basic_get_ok{tag, d.delivered > 1, addr.exchange, addr.routing_key,
-                                       static_cast<std::uint32_t>(std::min<std::uint64_t>(d.pending, UINT32_MAX))},
+                                       static_cast<std::uint32_t>(std::min<std::uint64_t>(remaining, UINT32_MAX))},
                     props ? std::string_view(*props) : std::string_view(d.amqp_props), d.body,
                     s_.ctx.frame_max());
     s_.ctx.send(std::move(out));
@@ -194,6 +214,7 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   bool no_ack_;
   bool after_own_publishes_;
   std::shared_ptr<bus::puller> puller_;
+  std::optional<bus::delivery> taken_;  // pulled, not yet handed to the client
   std::string why_;  // what the bus said, when it did not answer with a message or empty
 };
 

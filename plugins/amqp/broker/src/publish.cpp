@@ -120,16 +120,19 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
       return;
     }
     auto subject = routing::publish_subject(m.exchange, m.routing_key);
-    if (!subject) {
+    const bool to_nothing = !subject && def.kind != routing::exchange_kind::fanout &&
+                            routing::blank_publish_key(m.routing_key);
+    if (!subject && !to_nothing) {
       refuse(chan, subject.error(), during);
       return;
     }
     if (chan.confirms && !s.confirms.enabled()) s.confirms.select();
     const std::uint64_t seq = s.confirms.enabled() ? s.confirms.next() : 0;
 
-    if (m.mandatory && !routable(chan, m.exchange, m.routing_key)) {
-      // Not stored anywhere; under confirms still acked (a return is not a failure).
-      return_unroutable(chan, m, property_octets, body);
+    if (to_nothing || (m.mandatory && !routable(chan, m.exchange, m.routing_key))) {
+      // Stored nowhere, returned when mandatory; under confirms still acked (a return is not a
+      // failure to publish).
+      if (m.mandatory) return_unroutable(chan, m, property_octets, body);
       if (seq != 0) confirm_now(s, s.confirms.settle(seq, publish_confirms::outcome::ack));
       chan.finish();
       return;

@@ -167,9 +167,14 @@ outcome<exchange_kind> parse_exchange_kind(std::string_view kind) {
     return refusal{reply_code::command_invalid,
                    "exchange type is empty; declare it with type direct, fanout or topic"};
   }
-  return not_implemented("exchange kind " + quoted(kind) +
-                         " routes on something other than a name and has no subject to be; bind "
-                         "by routing key on a direct or topic exchange");
+  if (kind == "headers") {
+    return not_implemented("exchange kind " + quoted(kind) +
+                           " routes on something other than a name and has no subject to be; bind "
+                           "by routing key on a direct or topic exchange");
+  }
+  // RabbitMQ's answer to a type no broker defines (a connection exception).
+  return refusal{reply_code::command_invalid,
+                 "unknown exchange type " + quoted(kind) + "; declare it with type direct, fanout or topic"};
 }
 
 outcome<std::string> publish_subject(std::string_view exchange, std::string_view routing_key) {
@@ -181,6 +186,16 @@ outcome<std::string> publish_subject(std::string_view exchange, std::string_view
     }
   }
   return subject_of(exchange, routing_key);
+}
+
+bool blank_publish_key(std::string_view routing_key) {
+  if (check_key_length(routing_key) || routing_key.empty()) return false;
+  bool blank = false;
+  for (auto word : split_words(routing_key)) {
+    if (word.empty() || has_any(word, "*#>")) return false;
+    blank = blank || has_blank(word);
+  }
+  return blank;
 }
 
 std::optional<address> split_subject(std::string_view subject) {

@@ -14,21 +14,25 @@ using namespace amqp::routing;
 using amqp::wire::reply_code;
 using filters = std::vector<std::string>;
 
-TEST_CASE("exchange kinds: direct, fanout and topic; headers and unknown are refused with a remedy") {
+TEST_CASE("exchange kinds: direct, fanout and topic; headers is refused with a remedy, an unknown type is 503") {
   CHECK(*parse_exchange_kind("direct") == exchange_kind::direct);
   CHECK(*parse_exchange_kind("fanout") == exchange_kind::fanout);
   CHECK(*parse_exchange_kind("topic") == exchange_kind::topic);
   for (auto k : {exchange_kind::direct, exchange_kind::fanout, exchange_kind::topic}) {
     CHECK(*parse_exchange_kind(to_string(k)) == k);
   }
-  for (std::string_view kind : {"headers", "x-delayed-message", "Topic"}) {
+  auto headers = parse_exchange_kind("headers");
+  REQUIRE_FALSE(headers);
+  CHECK(headers.error().code == reply_code::not_implemented);
+  CHECK(headers.error().text.find("has no subject to be; bind by routing key on a direct or topic "
+                                  "exchange") != std::string::npos);
+  for (std::string_view kind : {"x-delayed-message", "Topic", "ZZwwInvalid"}) {
     CAPTURE(kind);
     auto k = parse_exchange_kind(kind);
     REQUIRE_FALSE(k);
-    CHECK(k.error().code == reply_code::not_implemented);
-    CHECK(k.error().text.find("has no subject to be; bind by routing key on a direct or topic "
-                              "exchange") != std::string::npos);
-    CHECK(k.error().text.find(std::string(kind)) != std::string::npos);
+    CHECK(k.error().code == reply_code::command_invalid);
+    CHECK(k.error().text == "unknown exchange type '" + std::string(kind) +
+                                "'; declare it with type direct, fanout or topic");
   }
   auto empty = parse_exchange_kind("");
   REQUIRE_FALSE(empty);
@@ -71,6 +75,20 @@ TEST_CASE("publish refuses a key that is not literal, naming the key and the rem
     if (key.size() <= 255) CHECK(s.error().text.find("'" + key + "'") != std::string::npos);
     CHECK(s.error().text.find("; ") != std::string::npos);  // cause; remedy
   }
+}
+
+TEST_CASE("blank_publish_key: whitespace or a control character in an otherwise literal key") {
+  const std::initializer_list<std::string_view> blank{"a b", "a\tb", "a.b c", " lead", "a\nb",
+                                                      std::string_view("a\0b", 3)};
+  for (std::string_view key : blank) {
+    CAPTURE(key);
+    CHECK(blank_publish_key(key));
+  }
+  for (std::string_view key : {"", "ab", "a.b", "a #", "a..b c", "* b"}) {  // literal, or refused for more
+    CAPTURE(key);
+    CHECK_FALSE(blank_publish_key(key));
+  }
+  CHECK_FALSE(blank_publish_key(std::string(256, ' ')));  // too long: refused as such
 }
 
 TEST_CASE("publish and bind refuse an invalid exchange name") {

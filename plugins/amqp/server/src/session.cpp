@@ -248,7 +248,7 @@ void session::handle_channel_zero(const wire::frame_view& f) {
   wire::method& m = *decoded;
   if (holds<wire::connection_close>(m)) {
     send_method(0, wire::connection_close_ok{});
-    end();
+    closed_by_client();
     return;
   }
   if (holds<wire::connection_close_ok>(m)) {
@@ -257,6 +257,12 @@ void session::handle_channel_zero(const wire::frame_view& f) {
   }
   if (phase_ != phase::running) {
     handle_handshake_method(m);
+    return;
+  }
+  if (holds<wire::connection_update_secret>(m)) {
+    // RabbitMQ's extension for refreshing a token. With no authentication there is nothing to
+    // check the new secret against: it is acknowledged, as the connection's secret was.
+    send_method(0, wire::connection_update_secret_ok{});
     return;
   }
   if (holds<wire::channel_open>(m)) {
@@ -268,7 +274,8 @@ void session::handle_channel_zero(const wire::frame_view& f) {
   }
   connection_exception(wire::reply_code::command_invalid,
                        name_of(m) + " is not valid on channel 0; after the handshake channel 0 carries "
-                                    "only connection.close, connection.close-ok and heartbeats",
+                                    "only connection.close, connection.close-ok, connection.update-secret "
+                                    "and heartbeats",
                        wire::info_of(m).key);
 }
 
@@ -343,7 +350,7 @@ void session::handle_channel_frame(const wire::frame_view& f) {
   }
   channel_slot& slot = it->second;
   if (slot.closing) {
-    handle_closing_channel(f.channel, f);
+    handle_closing_channel(f.channel, slot, f);
     return;
   }
   switch (f.type) {
@@ -383,14 +390,23 @@ void session::handle_unopened_channel(const wire::frame_view& f) {
                        wire::info_of(*decoded).key);
 }
 
-void session::handle_closing_channel(std::uint16_t id, const wire::frame_view& f) {
+void session::handle_closing_channel(std::uint16_t id, channel_slot& slot, const wire::frame_view& f) {
   // We sent channel.close: everything but its answer is dropped (spec §4.2.2 channel close),
-  // including the body frames of a publish refused on its header.
+  // including the body frames of a publish refused on its header. A close of the client's own
+  // crossing ours is answered too, and the client's close-ok for ours still ends it.
   if (f.type != wire::frame_type::method) return;
   auto decoded = wire::decode_method(f.payload);
   if (!decoded) return;
-  if (holds<wire::channel_close>(*decoded)) send_method(id, wire::channel_close_ok{});
-  if (holds<wire::channel_close>(*decoded) || holds<wire::channel_close_ok>(*decoded)) channels_.erase(id);
+  if (holds<wire::channel_close_ok>(*decoded)) {
+    channels_.erase(id);
+  } else if (holds<wire::channel_close>(*decoded)) {
+    send_method(id, wire::channel_close_ok{});
+    slot.crossed = true;
+  } else if (holds<wire::channel_open>(*decoded) && slot.crossed) {
+    // A client that took our close-ok for the end of both closes opens the id again.
+    channels_.erase(id);
+    open_channel(id);
+  }
 }
 
 void session::handle_channel_method(std::uint16_t id, channel_slot& slot, wire::method m) {
@@ -623,17 +639,38 @@ void session::send_connection_close(wire::reply_code code, const std::string& se
 
 void session::end() { phase_ = phase::ended; }
 
-void session::teardown() {
-  if (torn_down_) return;
-  torn_down_ = true;
-  phase_ = phase::ended;
+// The client closed the connection and we answered close-ok. A client may have written more
+// behind its close (amqplib pipelines publishes behind it): closing the socket on unread input
+// would reset the connection and lose the close-ok at the peer. So the channels go now, what
+// arrives is read and dropped, our side of the socket is shut once close-ok is out, and the
+// socket closes at the client's EOF (or the close timeout).
+void session::closed_by_client() {
+  release_channels();
+  phase_ = phase::closing;
+  discarding_ = true;
+  shutdown_send_after_flush_ = true;
+  close_deadline_ = clock::now() + options_.close_timeout;
+  wake(writer_wake_);
+  wake(watchdog_timer_);
+}
+
+void session::release_channels() {
   for (auto& [id, slot] : channels_) notify_closed(slot);
   channels_.clear();
+  if (channels_released_) return;
+  channels_released_ = true;
   try {
     broker::connection_closed(*broker_, id_);
   } catch (const std::exception& e) {
     warn(std::string("releasing the connection's exclusive queues failed: ") + e.what());
   }
+}
+
+void session::teardown() {
+  if (torn_down_) return;
+  torn_down_ = true;
+  phase_ = phase::ended;
+  release_channels();
   // The writer flushes what is queued (a close-ok, say) and then closes the socket; the
   // watchdog bounds how long that may take.
   close_deadline_ = clock::now() + options_.close_timeout;

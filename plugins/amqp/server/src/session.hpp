@@ -79,6 +79,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   struct channel_slot {
     std::unique_ptr<broker::channel> channel;
     bool closing = false;          // the server sent channel.close; frames ignored until close-ok
+    bool crossed = false;          // the client's own channel.close crossed ours, and was answered
     bool closed_notified = false;  // channel::closed() was called
     content_assembly content;
   };
@@ -101,7 +102,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   void handle_handshake_method(wire::method& m);
   void handle_channel_frame(const wire::frame_view& f);
   void handle_unopened_channel(const wire::frame_view& f);
-  void handle_closing_channel(std::uint16_t id, const wire::frame_view& f);
+  void handle_closing_channel(std::uint16_t id, channel_slot& slot, const wire::frame_view& f);
   void handle_channel_method(std::uint16_t id, channel_slot& slot, wire::method m);
   void handle_header(std::uint16_t id, channel_slot& slot, const wire::frame_view& f);
   void handle_body(std::uint16_t id, channel_slot& slot, const wire::frame_view& f);
@@ -122,6 +123,8 @@ class session final : public broker::connection_port, public std::enable_shared_
   void connection_exception(wire::reply_code code, const std::string& sentence, wire::method_key key);
   void send_connection_close(wire::reply_code code, const std::string& sentence, wire::method_key key);
   void end();
+  void closed_by_client();
+  void release_channels();
   void teardown();
   void close_socket();
   void wake(net::steady_timer& timer) { timer.cancel(); }
@@ -149,6 +152,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   bool shutdown_send_after_flush_ = false;
   bool socket_closed_ = false;
   bool torn_down_ = false;
+  bool channels_released_ = false;  // channels closed and the broker told (release_channels)
 
   // negotiated (the offer until tune-ok)
   std::uint16_t channel_max_;

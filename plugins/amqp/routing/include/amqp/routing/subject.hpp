@@ -18,9 +18,9 @@ enum class exchange_kind { direct, fanout, topic };
 std::string_view to_string(exchange_kind kind);  // "direct" | "fanout" | "topic"
 // "direct" | "fanout" | "topic" → the kind. RabbitMQ's behaviour, not the reference's:
 //  - "" → 503 COMMAND_INVALID ("… declare it with type direct, fanout or topic").
-//  - "headers" and any unknown kind → 540 NOT_IMPLEMENTED with HIP-1326 §4's remedy
-//    ("… routes on something other than a name and has no subject to be; bind by routing
-//    key on a direct or topic exchange").
+//  - "headers" → 540 NOT_IMPLEMENTED with HIP-1326 §4's remedy ("… routes on something other
+//    than a name and has no subject to be; bind by routing key on a direct or topic exchange").
+//  - any other kind → 503 COMMAND_INVALID "unknown exchange type '…'" (RabbitMQ's answer).
 outcome<exchange_kind> parse_exchange_kind(std::string_view kind);
 
 // `amqp.<exchange word>[.<key>]` (an empty key omits the word). The exchange must be ""
@@ -28,6 +28,12 @@ outcome<exchange_kind> parse_exchange_kind(std::string_view kind);
 // literal: an empty word, any of `* # >`, whitespace or a control character, or more than
 // 255 octets → 406 PRECONDITION_FAILED naming the key and the remedy.
 outcome<std::string> publish_subject(std::string_view exchange, std::string_view routing_key);
+
+// A key publish_subject refuses only for whitespace or a control character (literal otherwise:
+// no empty word, no wildcard, not too long). No binding of a direct or topic exchange can hold
+// such a word, and no queue is named so: RabbitMQ routes it to nothing, and so does the broker
+// (a fanout exchange, which ignores the key, still refuses it: its subject cannot be spelled).
+bool blank_publish_key(std::string_view routing_key);
 
 struct address {
   std::string exchange;
