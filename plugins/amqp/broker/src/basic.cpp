@@ -2,9 +2,9 @@
 // channel's end. The design is described at the top of basic.hpp; publishing is publish.cpp.
 #include "basic.hpp"
 
-#include <random>
 #include <utility>
 
+#include "amqp/routing/names.hpp"
 #include "amqp/routing/subject.hpp"
 #include "amqp/routing/topology.hpp"
 #include "delivery.hpp"
@@ -15,13 +15,48 @@ namespace {
 
 // RabbitMQ's shape: "amq.ctag-" and 22 URL-safe characters, unique enough to never collide
 // with a tag a client chose or another server tag on the channel.
-std::string generated_tag() {
-  static constexpr char alphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::string tag = "amq.ctag-";
-  for (int i = 0; i < 22; ++i) tag += alphabet[rng() % 64];
-  return tag;
+std::string generated_tag() { return "amq.ctag-" + routing::random_word(22); }
+
+void reuse_of_tag(channel_context& ctx, const std::string& tag) {
+  // RabbitMQ raises this on the connection.
+  ctx.fail_connection(wire::reply_code::not_allowed,
+                      "attempt to reuse consumer tag " + quoted(tag) +
+                          " on this channel; choose another tag, or leave it empty for a server-generated one",
+                      wire::basic_consume::key);
+}
+
+// basic.consume of amq.rabbitmq.reply-to: the channel's replies come to a bus subject of its
+// own, and each is handed over once, no-ack, as RabbitMQ's direct reply-to does.
+void consume_direct_reply(basic_state& s, const wire::basic_consume& m) {
+  constexpr auto during = wire::basic_consume::key;
+  if (!m.no_ack) {
+    return s.ctx.fail(wire::reply_code::precondition_failed,
+                      "reply consumer cannot acknowledge; consume amq.rabbitmq.reply-to with no-ack", during);
+  }
+  if (s.reply) {
+    return s.ctx.fail(wire::reply_code::precondition_failed,
+                      "reply consumer already set; a channel has one: cancel it, or use another channel", during);
+  }
+  std::string tag = m.consumer_tag.empty() ? generated_tag() : m.consumer_tag;
+  if (s.uses_tag(tag)) return reuse_of_tag(s.ctx, tag);
+  auto reply = std::make_shared<direct_reply>(direct_reply{tag, routing::random_word(22), nullptr});
+  // What comes after the channel went, or after a cancel, is dropped: nothing is stored.
+  reply->subscription = s.ctx.bus().subscribe_direct(
+      routing::direct_reply_subject_of(reply->token), s.ctx.executor(),
+      [&s, weak = std::weak_ptr<direct_reply>(reply)](bus::delivery d) {
+        auto r = weak.lock();
+        if (!r || s.reply != r || s.closed) return;
+        // Addressed as RabbitMQ delivers it: the default exchange, the reply address as the key.
+        d.subject = "amqp._." + routing::direct_reply_address(r->token);
+        deliver(s, r->tag, true, nullptr, std::move(d));
+      });
+  if (!reply->subscription) {
+    return s.ctx.fail(wire::reply_code::internal_error,
+                      "the bus did not take the reply consumer's subscription; retry on a new channel", during);
+  }
+  s.reply = std::move(reply);
+  if (!m.no_wait) s.ctx.reply(wire::basic_consume_ok{tag});
+  s.ctx.finish();
 }
 
 std::string unknown_tag_sentence(std::uint64_t tag) {
@@ -282,27 +317,15 @@ void basic_class::on_method(wire::basic_consume m) {
   auto& s = *state_;
   auto& ctx = s.ctx;
   constexpr auto during = wire::basic_consume::key;
+  if (m.queue == routing::direct_reply_queue) return consume_direct_reply(s, m);
   auto queue = ctx.resolve_queue(m.queue, during);
   if (!queue) return;
   std::string tag = m.consumer_tag.empty() ? generated_tag() : m.consumer_tag;
-  if (s.consumers.contains(tag)) {
-    // RabbitMQ raises this on the connection.
-    ctx.fail_connection(wire::reply_code::not_allowed,
-                        "attempt to reuse consumer tag " + quoted(tag) +
-                            " on this channel; choose another tag, or leave it empty for a "
-                            "server-generated one",
-                        during);
-    return;
-  }
+  if (s.uses_tag(tag)) return reuse_of_tag(ctx, tag);
   with_usable_queue(ctx, *queue, during, [&s, m = std::move(m), queue = *queue, tag = std::move(tag)] {
     auto& chan = s.ctx;
     const wire::method_key consume_key = wire::basic_consume::key;
-    if (s.consumers.contains(tag)) {  // a pipelined consume with the same tag won meanwhile
-      chan.fail_connection(wire::reply_code::not_allowed,
-                          "attempt to reuse consumer tag " + quoted(tag) + " on this channel",
-                          consume_key);
-      return;
-    }
+    if (s.uses_tag(tag)) return reuse_of_tag(chan, tag);  // a pipelined consume with the same tag won meanwhile
     std::string sentence;
     if (!chan.state().add_consumer(queue, chan.shared_from_this(), tag, m.exclusive, sentence)) {
       chan.fail(wire::reply_code::access_refused, sentence, consume_key);
@@ -323,6 +346,10 @@ void basic_class::on_method(wire::basic_cancel m) {
     if (!no_wait) s.ctx.reply(wire::basic_cancel_ok{tag});  // unknown tag: ok too
     s.ctx.finish();
   };
+  if (s.reply && s.reply->tag == m.consumer_tag) {
+    s.reply.reset();  // unsubscribed: replies that come later are dropped, as in RabbitMQ
+    return answer();
+  }
   auto it = s.consumers.find(m.consumer_tag);
   if (it == s.consumers.end() || it->second->cancelling()) return answer();
   // It stays in `consumers` until the bus's requests are over, so that closing the channel
@@ -398,6 +425,7 @@ void basic_class::closed() {
   for (auto& [tag, c] : consumers) c->stop();
   requeue_all(s);
   s.get.reset();  // an answer still to come goes back to the queue
+  s.reply.reset();
   for (auto& [tag, c] : consumers) drop_consumer(s, *c, true);
   s.after_publishes.clear();
   // Answers still to come find the channel closed: release their cost now.

@@ -80,6 +80,14 @@ namespace amqp::broker {
 
 class get_request;  // basic.cpp: one basic.get in progress
 
+// RabbitMQ's direct reply-to on one channel: its no-ack consumer of amq.rabbitmq.reply-to, and
+// the bus subject its replies come to (routing/subject.hpp).
+struct direct_reply {
+  std::string tag;
+  std::string token;  // the reply address's last word
+  std::shared_ptr<bus::direct_subscription> subscription;
+};
+
 // A delivery the client has not settled yet.
 struct outstanding_delivery {
   std::string reply;                   // the bus's ack subject
@@ -102,6 +110,9 @@ struct basic_state {
   std::uint64_t next_tag = 0;         // the last delivery tag allocated
   std::map<std::uint64_t, outstanding_delivery> outstanding;
   std::shared_ptr<get_request> get;  // the basic.get in progress, if any
+  std::shared_ptr<direct_reply> reply;  // the channel's consumer of amq.rabbitmq.reply-to, if any
+  // A consumer tag this channel uses (a queue's consumer, or the reply consumer).
+  bool uses_tag(const std::string& tag) const { return consumers.contains(tag) || (reply && reply->tag == tag); }
 
   // ---- publishing
   publish_confirms confirms;

@@ -96,6 +96,53 @@ void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus
   }
 }
 
+// A reply_to of amq.rabbitmq.reply-to becomes this channel's reply address (RabbitMQ's direct
+// reply-to). False, with the channel failed, when the channel has no reply consumer.
+bool rewrite_direct_reply_to(basic_state& s, std::string& property_octets) {
+  if (property_octets.find(routing::direct_reply_queue) == std::string::npos) return true;  // cheap test first
+  auto props = wire::decode_properties(
+      {reinterpret_cast<const std::uint8_t*>(property_octets.data()), property_octets.size()});
+  if (!props || props->reply_to != routing::direct_reply_queue) return true;
+  if (!s.reply) {
+    s.ctx.fail(wire::reply_code::precondition_failed,
+               "fast reply consumer does not exist; consume amq.rabbitmq.reply-to with no-ack on this "
+               "channel before publishing with it as reply_to",
+               during);
+    return false;
+  }
+  props->reply_to = routing::direct_reply_address(s.reply->token);
+  property_octets = wire::encode_properties(*props);
+  return true;
+}
+
+// A publish to a reply address through the default exchange goes straight to the requester's
+// bus subject, stored nowhere; mandatory returns it when no requester subscribes there any more.
+void publish_direct_reply(basic_state& s, const wire::basic_publish& m, std::string property_octets,
+                          std::string body, std::uint64_t seq) {
+  auto& chan = s.ctx;
+  auto subject = routing::direct_reply_subject(m.routing_key);
+  if (!subject) {  // not an address this adaptor handed out: nobody can be there
+    if (m.mandatory) return_unroutable(chan, m, property_octets, body);
+    if (seq != 0) confirm_now(s, s.confirms.settle(seq, publish_confirms::outcome::ack));
+    return;
+  }
+  const std::size_t cost = property_octets.size() + body.size() + publish_overhead;
+  ++s.publishes_in_flight;
+  s.publish_cost_in_flight += cost;
+  chan.port().publish_handed(cost);
+  std::optional<std::pair<std::string, std::string>> returnable;  // kept only to return it
+  if (m.mandatory) returnable.emplace(property_octets, body);
+  chan.bus().publish_direct(
+      *subject, bus::base64_encode(property_octets), std::move(body), chan.executor(),
+      [&s, weak = chan.weak_from_this(), m, seq, cost, returnable = std::move(returnable), subj = *subject](bool received) {
+        auto alive = weak.lock();
+        if (!alive) return;
+        if (!received && returnable && !s.closed && s.ctx.is_open())
+          return_unroutable(s.ctx, m, returnable->first, returnable->second);
+        publish_done(s, seq, cost, bus::bus_ok(), subj);
+      });
+}
+
 }  // namespace
 
 void basic_class::on_publish(wire::basic_publish m, std::string property_octets, std::string body) {
@@ -117,6 +164,14 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
                "cannot publish to internal exchange " + quoted(m.exchange) +
                    " in vhost '/'; publish to the exchange bound to it instead",
                during);
+      return;
+    }
+    if (!rewrite_direct_reply_to(s, property_octets)) return;
+    if (m.exchange.empty() && routing::names_direct_reply(m.routing_key)) {
+      if (chan.confirms && !s.confirms.enabled()) s.confirms.select();
+      publish_direct_reply(s, m, std::move(property_octets), std::move(body),
+                           s.confirms.enabled() ? s.confirms.next() : 0);
+      chan.finish();
       return;
     }
     auto subject = routing::publish_subject(m.exchange, m.routing_key);

@@ -6,6 +6,7 @@
 
 #include "amqp/routing/filters.hpp"
 #include "amqp/routing/names.hpp"
+#include "amqp/routing/subject.hpp"
 #include "channel_context.hpp"
 #include "handler_support.hpp"
 #include "handlers.hpp"
@@ -199,6 +200,11 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m) {
     } else {
       name = routing::generate_queue_name();
     }
+  }
+  if (m.passive && name == routing::direct_reply_queue) {
+    // RabbitMQ's direct reply-to pseudo-queue: always there, never holding anything.
+    if (!m.no_wait) ctx.reply(wire::queue_declare_ok{name, 0, 0});
+    return ctx.finish();
   }
   if (auto bad = routing::check_name("queue", name)) return refuse(ctx, *bad, key);
   if (m.passive) {

@@ -121,7 +121,8 @@ void client_impl::send_waiting_locked() {
 // exactly one `done`: a periodic sweep fails publishes older than publish_timeout. It also
 // lifts a requeue barrier whose NAKs went unanswered too long (inbox.cpp).
 void client_impl::arm_sweep() {
-  if (sweep_armed_ || (in_flight_.empty() && barriers_.empty() && gates_.empty()) || !sweep_timer_) return;
+  if (sweep_armed_ || (in_flight_.empty() && barriers_.empty() && gates_.empty() && directs_.empty()) || !sweep_timer_)
+    return;
   sweep_armed_ = true;
   sweep_timer_->expires_after(sweep_period);
   std::weak_ptr<client> weak = weak_from_this();
@@ -135,11 +136,21 @@ void client_impl::sweep() {
   std::vector<pending_publish> expired;
   std::vector<resume_fn> released;
   std::vector<std::pair<std::uint64_t, std::string>> unheld;
+  std::vector<pending_direct> unanswered;
   {
     std::lock_guard lock{mutex_};
     sweep_armed_ = false;
     const auto now = std::chrono::steady_clock::now();
     released = expire_barriers_locked(now, unheld);
+    // Nobody said "no responders": a subscriber was there, and did not answer in time.
+    for (auto it = directs_.begin(); it != directs_.end();) {
+      if (it->second.deadline > now) {
+        ++it;
+        continue;
+      }
+      unanswered.push_back(std::move(it->second));
+      it = directs_.erase(it);
+    }
     const auto cutoff = now - options_.publish_timeout;
     for (auto it = in_flight_.begin(); it != in_flight_.end();) {
       if (it->second.sent_at > cutoff) {
@@ -153,6 +164,7 @@ void client_impl::sweep() {
     arm_sweep();
   }
   for (const auto& [id, reply] : unheld) send_nak(id, reply);
+  for (auto& d : unanswered) boost::asio::post(d.ex, [done = std::move(d.done)] { done(true); });
   for (auto& [ex, resume] : released) boost::asio::post(ex, std::move(resume));
   for (auto& p : expired) {
     auto err = failure("publish to " + p.subject, "the bus did not confirm within " +
@@ -182,6 +194,8 @@ void client_impl::close() {
   {
     std::lock_guard lock{mutex_};
     draining.swap(draining_);
+    for (auto& [id, d] : directs_) boost::asio::post(d.ex, [done = std::move(d.done)] { done(false); });
+    directs_.clear();
     for (auto& weak : watches_)
       if (auto w = weak.lock()) watches.push_back(std::move(w));
     watches_.clear();

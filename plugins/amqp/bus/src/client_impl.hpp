@@ -160,6 +160,11 @@ class client_impl final : public client {
   void nak(const std::string& reply) override;
   void term(const std::string& reply) override;
 
+  std::shared_ptr<direct_subscription> subscribe_direct(const std::string& subject, boost::asio::any_io_executor ex,
+                                                        std::function<void(delivery)> on_message) override;
+  void publish_direct(const std::string& subject, std::string amqp_props_b64, std::string body,
+                      boost::asio::any_io_executor ex, std::function<void(bool)> done) override;
+
   boost::asio::any_io_executor worker_executor() override { return workers_->get_executor(); }
   void close() override;
 
@@ -192,6 +197,11 @@ class client_impl final : public client {
     boost::asio::any_io_executor ex;
     std::function<void(bus_status)> done;
     std::chrono::steady_clock::time_point sent_at{};
+  };
+  struct pending_direct {  // a direct publish waiting to hear whether anyone received it
+    boost::asio::any_io_executor ex;
+    std::function<void(bool)> done;
+    std::chrono::steady_clock::time_point deadline{};
   };
   using resume_fn = std::pair<boost::asio::any_io_executor, std::function<void()>>;
   // A queue's pulls held behind its unanswered NAKs (inbox.cpp, "requeue before pull").
@@ -228,6 +238,7 @@ class client_impl final : public client {
   static void on_reconnected(natsConnection*, void* closure);
   void route_inbox(natsMsg* msg);
   void complete_publish(std::uint64_t id, bus_status status);
+  void complete_direct(std::uint64_t id, bool received);
   void send_waiting_locked();
   bus_status send_publish(std::uint64_t id, pending_publish& p);
   void nak_answered(std::uint64_t id);
@@ -260,6 +271,7 @@ class client_impl final : public client {
   std::unordered_map<const puller_impl*, std::weak_ptr<puller_impl>> pullers_;
   std::map<std::uint64_t, pending_publish> in_flight_;  // id order = send order
   std::deque<std::pair<std::uint64_t, pending_publish>> waiting_;
+  std::map<std::uint64_t, pending_direct> directs_;
   std::vector<std::weak_ptr<topology_watch::state>> watches_;
   std::unordered_map<std::uint64_t, std::string> naks_;        // unanswered NAK id → queue
   std::unordered_map<std::string, requeue_barrier> barriers_;  // by queue, while it has any

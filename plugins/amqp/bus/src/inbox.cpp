@@ -1,6 +1,6 @@
-// The client's reply subscription `<inbox>.>` for publish acks (`<inbox>.a.<publish id>`) and
-// answered NAKs (`<inbox>.n.<nak id>`), settlement of deliveries, and the parsing of `$JS.ACK`
-// subjects. Its callback runs on a nats thread: it looks up what was answered and posts or
+// The client's reply subscription `<inbox>.>` for publish acks (`<inbox>.a.<publish id>`),
+// answered NAKs (`<inbox>.n.<nak id>`) and direct publishes' receipts (`<inbox>.r.<id>`),
+// settlement of deliveries, and the parsing of `$JS.ACK` subjects. Its callback runs on a nats thread: it looks up what was answered and posts or
 // sends what that releases, nothing else.
 #include <boost/asio/post.hpp>
 #include <charconv>
@@ -286,6 +286,7 @@ void client_impl::route_inbox(natsMsg* msg) {
   std::uint64_t id = 0;
   if (subject[1] != '.' || !to_u64(subject.substr(2), id)) return;
   if (subject[0] == 'n') return nak_answered(id);
+  if (subject[0] == 'r') return complete_direct(id, !natsMsg_IsNoResponders(msg));
   if (subject[0] != 'a') return;
   complete_publish(id, [&]() -> bus_status {
     if (natsMsg_IsNoResponders(msg))

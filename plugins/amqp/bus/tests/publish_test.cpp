@@ -496,3 +496,34 @@ TEST_CASE("reclaim at open: unacked deliveries of a dead process come back at on
   CHECK(pull_bodies(h, "other", 8).size() == 8);  // untouched: it had delivered nothing
   (*reopened)->close();
 }
+
+TEST_CASE("direct messages: received by a subscriber, said so; to nobody, said so; nothing stored") {
+  harness h;
+  std::deque<delivery> got;
+  auto sub = h.bus->subscribe_direct("amqp-reply.t1", h.io.get_executor(), [&](delivery d) { got.push_back(std::move(d)); });
+  REQUIRE(sub);
+  const std::string props{"\x90\x00\x0atext/plain\x02", 14};
+  std::optional<bool> received;
+  h.bus->publish_direct("amqp-reply.t1", base64_encode(props), "answer", h.io.get_executor(),
+                        [&](bool r) { received = r; });
+  REQUIRE(h.run_until([&] { return received.has_value() && !got.empty(); }));
+  CHECK(*received);
+  CHECK(got.front().body == "answer");
+  CHECK(got.front().amqp_props == props);
+  CHECK(got.front().reply.empty());
+  CHECK(got.front().delivered == 1);
+
+  received.reset();
+  h.bus->publish_direct("amqp-reply.nobody", "", "lost", h.io.get_executor(), [&](bool r) { received = r; });
+  REQUIRE(h.run_until([&] { return received.has_value(); }));
+  CHECK_FALSE(*received);
+
+  sub.reset();  // unsubscribed: the requester is gone
+  received.reset();
+  h.run_until([] { return false; }, 100ms);
+  h.bus->publish_direct("amqp-reply.t1", "", "late", h.io.get_executor(), [&](bool r) { received = r; });
+  REQUIRE(h.run_until([&] { return received.has_value(); }));
+  CHECK_FALSE(*received);
+  CHECK(got.size() == 1);
+  CHECK(h.server.api("STREAM.INFO.AMQP")["state"]["messages"] == 0);
+}

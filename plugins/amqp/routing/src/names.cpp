@@ -109,19 +109,25 @@ std::string exchange_of_word(std::string_view word) {
   return std::string(word);
 }
 
-std::string generate_queue_name() {
+bool is_word(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), is_word_char);
+}
+
+std::string random_word(std::size_t length) {
   static constexpr std::string_view alphabet =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  // One engine per thread, seeded once from the OS: names must not repeat across threads.
+  // One engine per thread, seeded once from the OS: words must not repeat across threads.
   thread_local std::mt19937_64 engine{[] {
     std::random_device device;
     std::seed_seq seed{device(), device(), device(), device()};
     return std::mt19937_64(seed);
   }()};
   std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
-  std::string name = "amq-gen-";
-  for (int i = 0; i < 22; ++i) name += alphabet[pick(engine)];
-  return name;
+  std::string word;
+  for (std::size_t i = 0; i < length; ++i) word += alphabet[pick(engine)];
+  return word;
 }
+
+std::string generate_queue_name() { return "amq-gen-" + random_word(22); }
 
 }  // namespace amqp::routing

@@ -188,6 +188,30 @@ outcome<std::string> publish_subject(std::string_view exchange, std::string_view
   return subject_of(exchange, routing_key);
 }
 
+namespace {
+constexpr std::string_view reply_subject_root = "amqp-reply";
+}  // namespace
+
+std::string direct_reply_address(std::string_view token) {
+  return std::string(direct_reply_queue) + "." + std::string(token);
+}
+
+std::string direct_reply_subject_of(std::string_view token) {
+  return std::string(reply_subject_root) + "." + std::string(token);
+}
+
+bool names_direct_reply(std::string_view routing_key) {
+  return routing_key.size() > direct_reply_queue.size() && routing_key.starts_with(direct_reply_queue) &&
+         routing_key[direct_reply_queue.size()] == '.';
+}
+
+std::optional<std::string> direct_reply_subject(std::string_view routing_key) {
+  if (!names_direct_reply(routing_key)) return std::nullopt;
+  const auto token = routing_key.substr(direct_reply_queue.size() + 1);
+  if (!is_word(token)) return std::nullopt;
+  return direct_reply_subject_of(token);
+}
+
 bool blank_publish_key(std::string_view routing_key) {
   if (check_key_length(routing_key) || routing_key.empty()) return false;
   bool blank = false;

@@ -142,6 +142,13 @@ class puller {
   virtual const std::string& queue() const = 0;
 };
 
+// A subscription to a plain bus subject (no stream behind it); unsubscribed when the last
+// reference goes. Its messages are handed over once: nothing is stored, nothing is settled.
+class direct_subscription {
+ public:
+  virtual ~direct_subscription() = default;
+};
+
 struct puller_callbacks {
   std::function<void(delivery)> on_delivery;
   std::function<void(pull_event)> on_event;
@@ -222,6 +229,18 @@ class client : public std::enable_shared_from_this<client> {
   virtual void ack(const std::string& reply) = 0;
   virtual void nak(const std::string& reply) = 0;
   virtual void term(const std::string& reply) = 0;
+
+  // ---- direct messages (outside the stream: RabbitMQ's direct reply-to) --------------------
+  // Subscribes `subject`; each message is posted to `ex` as a delivery whose `reply` is empty
+  // and `delivered` 1, and its receipt is confirmed to the publisher (publish_direct).
+  virtual std::shared_ptr<direct_subscription> subscribe_direct(const std::string& subject,
+                                                                boost::asio::any_io_executor ex,
+                                                                std::function<void(delivery)> on_message) = 0;
+  // Publishes to `subject` without storing it; `done(received)` is posted to `ex` once: true when
+  // a subscriber confirmed receipt (or one existed but did not answer within the request
+  // timeout), false when nobody subscribes the subject or the bus refused the publish.
+  virtual void publish_direct(const std::string& subject, std::string amqp_props_b64, std::string body,
+                              boost::asio::any_io_executor ex, std::function<void(bool received)> done) = 0;
 
   // ---- blocking work off the io threads ----------------------------------------------------
   // Runs `work()` on the client's worker pool and posts `done(result)` to completion_ex.

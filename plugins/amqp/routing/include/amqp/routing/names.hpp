@@ -34,6 +34,12 @@ std::string exchange_word(std::string_view exchange);
 // The inverse: "_" → "", "amq-topic" → "amq.topic", …, any other word → itself.
 std::string exchange_of_word(std::string_view word);
 
+// Non-empty, and nothing but [A-Za-z0-9_-]: one subject word.
+bool is_word(std::string_view text);
+
+// `length` random characters of [A-Za-z0-9_-] (one subject word). Thread-safe.
+std::string random_word(std::size_t length);
+
 // A server-named queue: "amq-gen-" + 22 random characters of [A-Za-z0-9_-] (no dots, so it
 // passes check_name). Thread-safe.
 std::string generate_queue_name();

@@ -35,6 +35,18 @@ outcome<std::string> publish_subject(std::string_view exchange, std::string_view
 // (a fanout exchange, which ignores the key, still refuses it: its subject cannot be spelled).
 bool blank_publish_key(std::string_view routing_key);
 
+// RabbitMQ's direct reply-to: a requester consumes the pseudo-queue `amq.rabbitmq.reply-to`
+// (no-ack), its requests' reply_to becomes a reply address "amq.rabbitmq.reply-to.<token>", and a
+// publish to that address through the default exchange goes to the bus subject
+// "amqp-reply.<token>": outside the stream (nothing is stored) and seen by every replica.
+inline constexpr std::string_view direct_reply_queue = "amq.rabbitmq.reply-to";
+std::string direct_reply_address(std::string_view token);
+std::string direct_reply_subject_of(std::string_view token);
+// Does a default-exchange routing key name a reply address?
+bool names_direct_reply(std::string_view routing_key);
+// The bus subject of a reply address; nullopt when its token is not one subject word.
+std::optional<std::string> direct_reply_subject(std::string_view routing_key);
+
 struct address {
   std::string exchange;
   std::string routing_key;
