@@ -32,8 +32,23 @@ bool client::overlapping_filters() const { return overlapping_filters_; }
 namespace amqp::bus::detail {
 
 namespace {
+
 constexpr std::chrono::milliseconds sweep_period{250};
+
+// Moves the entries of `pending` that `due` says are over into `out`.
+template <class Map, class Due, class Out>
+void take_due(Map& pending, Due due, Out& out) {
+  for (auto it = pending.begin(); it != pending.end();) {
+    if (!due(it->second)) {
+      ++it;
+      continue;
+    }
+    out.push_back(std::move(it->second));
+    it = pending.erase(it);
+  }
 }
+
+}  // namespace
 
 void client_impl::publish(std::string subject, std::string amqp_props_b64, std::string body,
                           boost::asio::any_io_executor ex, std::function<void(bus_status)> done) {
@@ -143,23 +158,9 @@ void client_impl::sweep() {
     const auto now = std::chrono::steady_clock::now();
     released = expire_barriers_locked(now, unheld);
     // Nobody said "no responders": a subscriber was there, and did not answer in time.
-    for (auto it = directs_.begin(); it != directs_.end();) {
-      if (it->second.deadline > now) {
-        ++it;
-        continue;
-      }
-      unanswered.push_back(std::move(it->second));
-      it = directs_.erase(it);
-    }
+    take_due(directs_, [&](const pending_direct& d) { return d.deadline <= now; }, unanswered);
     const auto cutoff = now - options_.publish_timeout;
-    for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-      if (it->second.sent_at > cutoff) {
-        ++it;
-        continue;
-      }
-      expired.push_back(std::move(it->second));
-      it = in_flight_.erase(it);
-    }
+    take_due(in_flight_, [&](const pending_publish& p) { return p.sent_at <= cutoff; }, expired);
     send_waiting_locked();
     arm_sweep();
   }
