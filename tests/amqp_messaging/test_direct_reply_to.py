@@ -59,16 +59,7 @@ class Rpc:
         return props.reply_to
 
 
-class OneCloud(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.cloud = cloudtest.Cloud()
-        cls.cloud.__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cloud.__exit__(None, None, None)
-
+class OneCloud(cloudtest.OneCloudTest):
     def test_a_request_gets_its_reply_through_the_address_it_was_given(self):
         rpc = Rpc(self, self.cloud, self.cloud)
         addresses = set()

@@ -60,16 +60,7 @@ def exchange_exists(conn, name):
     return exists(conn, lambda ch: ch.exchange_declare(exchange=name, passive=True))
 
 
-class OneCloud(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.cloud = cloudtest.Cloud()
-        cls.cloud.__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cloud.__exit__(None, None, None)
-
+class OneCloud(cloudtest.OneCloudTest):
     def setUp(self):
         self.conn = connect(self.cloud)
         self.ch = self.conn.channel()

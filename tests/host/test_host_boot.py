@@ -7,17 +7,8 @@ import unittest
 import cloudtest
 
 
-class RunningHostTest(unittest.TestCase):
+class RunningHostTest(cloudtest.OneCloudTest):
     """One boot shared by the read-only checks."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.cloud = cloudtest.Cloud()
-        cls.cloud.__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cloud.__exit__(None, None, None)
 
     def test_every_row_has_a_constant_health_route(self):
         for name in self.cloud.rows:

@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import unittest
 import urllib.error
 import urllib.request
 
@@ -314,6 +315,20 @@ class Cloud:
                 return response.status, json.loads(response.read() or b"null")
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"null")
+
+
+class OneCloudTest(unittest.TestCase):
+    """A test case whose tests share one booted cloud, `self.cloud`, started before the first
+    and stopped after the last."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cloud = Cloud()
+        cls.cloud.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cloud.__exit__(None, None, None)
 
 
 class NatsServer:
