@@ -114,6 +114,7 @@ void client_impl::complete_publish(std::uint64_t id, bus_status status) {
     in_flight_.erase(it);
     send_waiting_locked();
   }
+  if (status) note_publish_confirmed();
   completions_->post(p.ex, std::move(p.done), std::move(status));
 }
 
@@ -214,6 +215,7 @@ void client_impl::close() {
     }
   }
   fail_all_publishes("the bus client was closed before the bus confirmed");
+  delete_probe();
   {
     std::lock_guard lock{mutex_};
     if (sweep_timer_) sweep_timer_->cancel();

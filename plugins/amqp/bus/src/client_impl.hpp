@@ -224,6 +224,18 @@ class client_impl final : public client {
   int remaining_ms() const;  // until options_.deadline, at least 1
   json consumer_config(const std::string& queue, const std::vector<std::string>& filters) const;
   bus_status sync_settlements(const std::string& queue, const std::string& step);
+  // Counts follow the publishes confirmed before them (stream_signals.cpp).
+  enum class probe_seen { counted, late, gone };
+  void note_publish_confirmed();
+  bus_status catch_up_with_publishes(const std::string& step);
+  std::string probe_name() const;
+  std::string probe_subject() const;
+  bus_status create_probe(const std::string& step);
+  bus_status probe_stream_signals(const std::string& step);
+  bus_result<probe_seen> probe_counted(const std::string& what);
+  bus_status take_probe_message(const std::string& what);
+  void drop_probe(const std::string& what);
+  void delete_probe();
   std::uint64_t held(const std::string& queue) const;
   void unhold(std::string_view queue);  // one of its deliveries was settled
   bus_status reclaim_queue(const std::string& queue, const std::string& step);
@@ -283,6 +295,10 @@ class client_impl final : public client {
   mutable std::mutex held_mutex_;
   std::unordered_map<std::string, std::uint64_t> held_;  // by queue: received, not settled
   std::unordered_set<std::string> unsynced_;             // queues settled since their last sync
+
+  std::mutex probe_mutex_;  // one probe at a time (stream_signals.cpp)
+  bool probe_created_ = false;
+  std::atomic<bool> counts_behind_{false};  // a publish was confirmed since the last probe
 
   std::shared_ptr<completion_queue> completions_ = std::make_shared<completion_queue>();
   msg_batch_release released_;  // sent messages, pub acks and deliveries

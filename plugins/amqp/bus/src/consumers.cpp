@@ -96,6 +96,7 @@ bus_status client_impl::delete_queue_consumer(const std::string& queue) {
 bus_result<bus::queue_info> client_impl::queue_info(const std::string& queue) {
   const std::string step = consumer_step("inspect", queue);
   if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word");
+  if (auto caught_up = catch_up_with_publishes(step); !caught_up) return caught_up.error();
   if (auto synced = sync_settlements(queue, step); !synced) return synced.error();
   auto info = api(step, std::string{"CONSUMER.INFO."} + stream_name + "." + queue, nullptr);
   if (!info) return info.error();
