@@ -30,6 +30,11 @@ void registry::report_degraded(const std::string& service, std::string reason) {
   }
 }
 
+void registry::clear_degraded(const std::string& service) {
+  const std::lock_guard lock{mutex_};
+  std::erase_if(degraded_, [&](const auto& d) { return d.service == service; });
+}
+
 std::vector<degraded_report> registry::degraded() const {
   const std::lock_guard lock{mutex_};
   return degraded_;
@@ -77,6 +82,14 @@ void row_services::report_degraded(std::string_view reason) noexcept {
   try {
     log_line("cloud", name_ + " degraded: " + std::string{reason});
     registry_.report_degraded(name_, std::string{reason});
+  } catch (...) {
+  }
+}
+
+void row_services::report_recovered() noexcept {
+  try {
+    log_line("cloud", name_ + " recovered");
+    registry_.clear_degraded(name_);
   } catch (...) {
   }
 }

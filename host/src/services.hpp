@@ -23,6 +23,7 @@ class registry {
   std::optional<std::string> lookup(const std::string& capability, const std::string& key) const;
   // The latest reason per service; a service reported twice keeps its newest reason.
   void report_degraded(const std::string& service, std::string reason);
+  void clear_degraded(const std::string& service);
   std::vector<degraded_report> degraded() const;
 
  private:
@@ -42,6 +43,7 @@ class row_services final : public plugin_api::host_services {
   std::optional<std::string> lookup(std::string_view capability,
                                     std::string_view key) const noexcept override;
   void report_degraded(std::string_view reason) noexcept override;
+  void report_recovered() noexcept override;
   std::chrono::steady_clock::time_point startup_deadline() const noexcept override;
 
   // A lazy row's window starts at the request that mounts it.

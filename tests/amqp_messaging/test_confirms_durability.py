@@ -146,6 +146,56 @@ class Durability(unittest.TestCase):
         missing = confirmed - acked_bodies - received
         self.assertEqual(missing, set(), f"{len(missing)} confirmed messages were lost")
 
+    def test_the_embedded_bus_dying_loses_nothing_confirmed_and_keeps_the_client_connected(self):
+        q = durable_queue(self.cloud, "bus-dies")
+        total = 2000
+        acked_seqs, nacked, errors = publish_with_confirms(self.cloud, q, total)
+        self.assertEqual((errors, nacked), ([], set()))
+        confirmed = {str(s - 1) for s in acked_seqs}
+
+        conn = pika.BlockingConnection(params(self.cloud))
+        ch = conn.channel()
+        ch.basic_qos(prefetch_count=100)
+        received = set()
+        consuming = ch.consume(q, inactivity_timeout=60)
+        for method, _props, body in consuming:
+            self.assertIsNotNone(method, "the consumer stalled before the bus died")
+            received.add(body.decode())
+            ch.basic_ack(method.delivery_tag)
+            if len(received) == 500:
+                break
+
+        [pid] = self.cloud.nats_children()
+        os.kill(pid, signal.SIGKILL)
+
+        def bus_back():
+            children = self.cloud.nats_children()
+            _, body = self.cloud.get("/v1/health")
+            return children and children != [pid] and body["degraded"] == []
+        self.assertTrue(cloudtest.wait_until(bus_back, 60), self.cloud.log)
+
+        # The same consumer goes on: what was confirmed arrives (some twice, at least once).
+        for method, _props, body in consuming:
+            self.assertIsNotNone(method, f"the consumer stalled after the bus came back:\n{self.cloud.log}")
+            received.add(body.decode())
+            ch.basic_ack(method.delivery_tag)
+            if confirmed <= received:
+                break
+        # And the same connection publishes with confirms again, to the same consumer.
+        publisher = conn.channel()
+        publisher.confirm_delivery()
+        for i in range(50):
+            publisher.basic_publish("", q, f"after-{i}".encode(), pika.BasicProperties(delivery_mode=2))
+        after = {f"after-{i}" for i in range(50)}
+        for method, _props, body in consuming:
+            self.assertIsNotNone(method, "the consumer stalled on the publishes after the restart")
+            received.add(body.decode())
+            ch.basic_ack(method.delivery_tag)
+            if after <= received:
+                break
+        self.assertTrue(conn.is_open)
+        conn.close()
+
 
 def raw_channel(port):
     """A connection with channel 1 open, as a plain socket speaking pika's frame codec: the

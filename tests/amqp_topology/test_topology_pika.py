@@ -3,6 +3,8 @@ the real `cloud` (embedded nats-server, or an existing one for replicas and rest
 
 Run by ctest (cloud_python_test): /usr/bin/python3 with tests/support on PYTHONPATH.
 """
+import os
+import signal
 import threading
 import time
 import unittest
@@ -362,6 +364,50 @@ class Restart(unittest.TestCase):
                 self.assertEqual(ch.queue_declare(queue="keep-q", passive=True).method.message_count, 1)
                 conn.close()
 
+
+class BusRestart(unittest.TestCase):
+    """The embedded bus of replica A dies and pubsub restarts it; replica B dials it."""
+
+    def test_both_replicas_carry_on_and_b_hears_of_a_delete_made_on_a(self):
+        with cloudtest.Cloud() as a, cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": a.pubsub_url}) as b:
+            setup = connect(a)
+            setup.channel().queue_declare(queue="restart-q", durable=True)
+            setup.close()
+            cb = connect(b)
+            chb = cb.channel()
+            cancelled = []
+            chb.add_on_cancel_callback(lambda frame: cancelled.append(frame.method.consumer_tag))
+            tag = chb.basic_consume(queue="restart-q", on_message_callback=lambda *args: None)
+
+            [pid] = a.nats_children()
+            os.kill(pid, signal.SIGKILL)
+
+            def back(cloud):
+                def answers():
+                    conn = connect(cloud)
+                    try:
+                        conn.channel().queue_declare(queue="restart-q", passive=True)
+                        return True
+                    except pika.exceptions.AMQPError:
+                        return False  # the bus not reached yet: 541 for this channel
+                    finally:
+                        if conn.is_open:
+                            conn.close()
+                return answers
+            restarted = lambda: a.nats_children() not in ([], [pid])
+            self.assertTrue(cloudtest.wait_until(restarted, 30), a.log)
+            self.assertTrue(cloudtest.wait_until(back(a), 60), a.log)
+            self.assertTrue(cloudtest.wait_until(back(b), 60), b.log)
+
+            # B's mirror follows the bucket again: a delete on A cancels B's consumer.
+            ca = connect(a)
+            ca.channel().queue_delete(queue="restart-q")
+            deadline = time.monotonic() + 30
+            while not cancelled and time.monotonic() < deadline:
+                cb.process_data_events(time_limit=0.1)
+            self.assertEqual(cancelled, [tag], b.log)
+            ca.close()
+            cb.close()
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

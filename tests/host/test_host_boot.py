@@ -1,5 +1,6 @@
 """The host booted with the build's manifest: routes, boot order, stopping, the bus dying."""
 import os
+import shutil
 import signal
 import subprocess
 import unittest
@@ -106,8 +107,31 @@ class StoppingTest(unittest.TestCase):
         for pid in nats:
             self.assertFalse(os.path.exists(f"/proc/{pid}") and pid in cloudtest.pids_running("nats-server"))
 
-    def test_nats_server_dying_after_boot_reports_pubsub_degraded(self):
+    def test_nats_server_dying_after_boot_is_restarted_on_its_port_and_store(self):
         cloud = cloudtest.Cloud()
+        with cloud:
+            [pid] = cloud.nats_children()
+            port = cloud.nats_port
+            os.kill(pid, signal.SIGKILL)
+
+            def restarted():
+                children = cloud.nats_children()
+                _, body = cloud.get("/v1/health")
+                return children and children != [pid] and body["degraded"] == []
+            self.assertTrue(cloudtest.wait_until(restarted, 30), cloud.log)
+            self.assertIn("pubsub degraded: nats-server killed by signal 9 (Killed); the bus is gone, restarting it",
+                          cloud.log)
+            [new_pid] = cloud.nats_children()
+            self.assertIn(f"nats-server (pid {pid}) killed by signal 9 (Killed); restarted it as pid {new_pid} "
+                          "on the same port and store", cloud.log)
+            self.assertIn("pubsub recovered", cloud.log)
+            self.assertIn(f"-p {port} ", " ".join(cloudtest.command_line_of(new_pid)) + " ")
+            self.assertIn(cloud.data_dir, " ".join(cloudtest.command_line_of(new_pid)))
+            # Liveness routes stay constant (HIP-1326 §7).
+            self.assertEqual(cloud.get("/v1/pubsub/health"), (200, {"service": "pubsub", "status": "ok"}))
+
+    def test_with_restarts_off_a_dead_nats_server_leaves_pubsub_degraded(self):
+        cloud = cloudtest.Cloud(env={"CLOUD_PUBSUB_RESTARTS": "0"})
         with cloud:
             [pid] = cloud.nats_children()
             os.kill(pid, signal.SIGKILL)
@@ -118,10 +142,42 @@ class StoppingTest(unittest.TestCase):
             self.assertTrue(cloudtest.wait_until(degraded, 20), cloud.log)
             _, body = cloud.get("/v1/health")
             reasons = {d["service"]: d["reason"] for d in body["degraded"]}
-            self.assertIn("pubsub", reasons)
-            self.assertIn("killed by signal 9", reasons["pubsub"])
-            # Liveness routes stay constant (HIP-1326 §7).
-            self.assertEqual(cloud.get("/v1/pubsub/health"), (200, {"service": "pubsub", "status": "ok"}))
+            self.assertEqual(reasons["pubsub"], "nats-server killed by signal 9 (Killed); the bus is gone "
+                                                "(CLOUD_PUBSUB_RESTARTS=0: not restarted)")
+            self.assertEqual(cloud.nats_children(), [])
+
+    def test_a_nats_server_that_cannot_come_back_is_given_up_after_the_restarts_allowed(self):
+        cloud = cloudtest.Cloud(env={"CLOUD_PUBSUB_RESTARTS": "2"})
+        binary = os.path.join(cloud.tmp, "nats-server")
+        shutil.copy2(cloudtest.NATS_SERVER, binary)
+        cloud.env["NATS_SERVER_BIN"] = binary
+        with cloud:
+            [pid] = cloud.nats_children()
+            os.remove(binary)
+            os.kill(pid, signal.SIGKILL)
+
+            def gave_up():
+                _, body = cloud.get("/v1/health")
+                return "gave up" in " ".join(d["reason"] for d in body["degraded"])
+            self.assertTrue(cloudtest.wait_until(gave_up, 30), cloud.log)
+            _, body = cloud.get("/v1/health")
+            [reason] = [d["reason"] for d in body["degraded"] if d["service"] == "pubsub"]
+            self.assertTrue(reason.startswith("nats-server killed by signal 9 (Killed); the bus is gone: gave up "
+                                              "after 2 restarts in a row (CLOUD_PUBSUB_RESTARTS); the last one: "
+                                              f"cannot execute {binary}: No such file or directory"), reason)
+            self.assertIn("restart 1 of 2 of nats-server failed: cannot execute", cloud.log)
+
+    def test_a_host_whose_bus_just_died_boots_again_at_once_on_the_same_port(self):
+        # The dead server's connections leave TIME_WAIT sockets on its port: no conflict for it.
+        port = cloudtest.free_port()
+        cloud = cloudtest.Cloud(env={"CLOUD_PUBSUB_PORT": str(port), "CLOUD_PUBSUB_RESTARTS": "0"})
+        with cloud:
+            self.assertEqual(cloud.nats_port, port)
+            [pid] = cloud.nats_children()
+            os.kill(pid, signal.SIGKILL)
+            self.assertTrue(cloudtest.wait_until(lambda: not cloud.nats_children(), 10), cloud.log)
+            self.assertEqual(cloud.restart(), 0, cloud.previous_log)
+            self.assertEqual(cloud.nats_port, port, cloud.log)
 
 
 class DefaultServerTest(unittest.TestCase):

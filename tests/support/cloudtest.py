@@ -105,6 +105,12 @@ def executable_of(pid):
     return os.readlink(f"/proc/{pid}/exe")
 
 
+def command_line_of(pid):
+    """A process's arguments (/proc/<pid>/cmdline)."""
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return [a.decode() for a in f.read().split(b"\0") if a]
+
+
 def pids_running(pattern):
     """PIDs of live (non-zombie) processes whose command line contains `pattern`."""
     found = []

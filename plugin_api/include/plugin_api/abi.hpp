@@ -9,9 +9,9 @@
 
 namespace cloud::plugin_api {
 
-inline constexpr std::uint32_t abi_version = 2;
+inline constexpr std::uint32_t abi_version = 3;
 // FNV-1a 64 of the plugin_api headers, this line excluded (see abi_hash_test.cpp).
-inline constexpr std::uint64_t abi_headers_hash = 0xda5ea19dc6c62013ULL;
+inline constexpr std::uint64_t abi_headers_hash = 0x1fee3d05cf1195edULL;
 
 #define CLOUD_PLUGIN_API_STR2(x) #x
 #define CLOUD_PLUGIN_API_STR(x) CLOUD_PLUGIN_API_STR2(x)

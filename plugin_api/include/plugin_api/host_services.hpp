@@ -37,6 +37,8 @@ class host_services {
   // After boot, from any thread: the plugin lost something it needs (e.g. the bus died).
   // /v1/health then lists it as degraded with this reason. The process keeps running.
   virtual void report_degraded(std::string_view reason) noexcept = 0;
+  // It has again what it lost: /v1/health no longer lists it as degraded.
+  virtual void report_recovered() noexcept = 0;
 
   // mount must return by this instant; the host aborts boot when it overruns.
   virtual std::chrono::steady_clock::time_point startup_deadline() const noexcept = 0;

@@ -84,6 +84,14 @@ config_result read_config(const lookup_fn& lookup) {
     if (data && data->empty()) return {std::nullopt, malformed("CLOUD_DATA_DIR", *data, "a directory path")};
     c.store_dir = std::filesystem::path{data ? *data : "data"} / "pubsub";
   }
+  if (auto v = lookup("CLOUD_PUBSUB_RESTARTS")) {
+    const auto n = parse_unsigned(*v);
+    if (!n || *n > 1000) {
+      return {std::nullopt, malformed("CLOUD_PUBSUB_RESTARTS", *v,
+                                      "a number of restarts from 0 (never restart) to 1000")};
+    }
+    c.restarts = static_cast<unsigned>(*n);
+  }
   if (auto v = lookup("NATS_SERVER_BIN")) {
     if (v->empty()) return {std::nullopt, malformed("NATS_SERVER_BIN", *v, "the nats-server executable")};
     c.server_bin = *v;

@@ -20,6 +20,9 @@ struct config {
   // NATS_SERVER_BIN: a path, or a bare name searched on PATH. Unset: the pinned nats-server
   // shipped beside the plugins (default_server_binary).
   std::optional<std::string> server_bin;
+  // CLOUD_PUBSUB_RESTARTS: how many restarts in a row of a launched server that died on its own
+  // may fail before pubsub gives up; 0 never restarts it.
+  unsigned restarts = 10;
 };
 
 using lookup_fn = std::function<std::optional<std::string>(std::string_view variable)>;

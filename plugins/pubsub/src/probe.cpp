@@ -225,9 +225,12 @@ std::optional<std::pair<std::string, std::uint16_t>> split_url(const std::string
 std::string claim_port(const std::string& host, std::uint16_t port) {
   addr_list addrs;
   if (auto e = resolve(host, port, AI_PASSIVE, addrs); !e.empty()) return e;
-  // No SO_REUSEADDR: nats-server would fail on the same conflict we are probing for.
+  // SO_REUSEADDR, as nats-server (Go) binds: a listener is a conflict, the TIME_WAIT sockets
+  // of a server that just died are not.
   fd_guard s{::socket(addrs.head->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   if (s.fd < 0) return std::strerror(errno);
+  const int on = 1;
+  if (::setsockopt(s.fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0) return std::strerror(errno);
   if (::bind(s.fd, addrs.head->ai_addr, addrs.head->ai_addrlen) != 0) return std::strerror(errno);
   return {};
 }

@@ -22,6 +22,11 @@ constexpr std::chrono::milliseconds return_margin{500};
 
 clock::time_point give_up_at(clock::time_point deadline) { return deadline - return_margin; }
 
+// A restarted server has this long to answer JetStream (it replays its store first).
+constexpr std::chrono::seconds restart_ready_window{60};
+constexpr std::chrono::milliseconds first_restart_pause{100};
+constexpr std::chrono::milliseconds longest_restart_pause{5000};
+
 std::chrono::milliseconds until(clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
   return std::max(left, std::chrono::milliseconds{0});
@@ -158,25 +163,13 @@ status pubsub_plugin::launch(plugin_api::host_services& host, config c) {
   }
   fs::path conf;
   if (auto e = write_server_config(c, conf); !e.empty()) return status::error(e);
-  child_ = std::make_unique<child_process>();
-  auto* self = this;
-  auto started = child_->start(
-      *binary,
-      {"-js", "-a", c.host, "-p", std::to_string(c.port), "-sd", c.store_dir.string(), "-c", conf.string()},
-      [self](const std::string& how) {
-        if (self->mounted_) self->host_->report_degraded("nats-server " + how + "; the bus is gone");
-      },
-      [&host](const std::string& line) { host.log(plugin_api::log_level::warning, "nats-server: " + line); });
-  if (!started.empty()) {
-    child_.reset();
-    return status::error(started + "; check NATS_SERVER_BIN");
-  }
+  std::vector<std::string> args{"-js", "-a", c.host, "-p", std::to_string(c.port), "-sd", c.store_dir.string(),
+                                "-c", conf.string()};
+  spec_ = launch_spec{c, *binary, std::move(args)};
   server_info info;
-  if (auto e = wait_ready(c, give_up_at(host.startup_deadline()), info); !e.empty()) {
-    const auto message = failure(e);
-    child_->stop(std::chrono::milliseconds{200});  // then KILL: a server that failed to start holds nothing
-    child_.reset();
-    return status::error(message);
+  if (auto e = start_child(give_up_at(host.startup_deadline()), info); !e.empty()) {
+    spec_.reset();
+    return status::error(e);
   }
   const auto url = url_of(c.host, c.port);
   host.publish("url", url);
@@ -190,13 +183,32 @@ status pubsub_plugin::launch(plugin_api::host_services& host, config c) {
                                             "), JetStream store " + c.store_dir.string() + ", max_payload " +
                                             std::to_string(c.max_payload));
   mounted_ = true;
+  restarter_ = std::thread{[this] { restart_loop(); }};
   return status::ok();
+}
+
+std::string pubsub_plugin::start_child(clock::time_point deadline, server_info& info) {
+  child_ = std::make_unique<child_process>();
+  auto started = child_->start(
+      spec_->binary, spec_->args, [this](const std::string& how) { on_child_exit(how); },
+      [this](const std::string& line) { host_->log(plugin_api::log_level::warning, "nats-server: " + line); });
+  if (!started.empty()) {
+    child_.reset();
+    return started + "; check NATS_SERVER_BIN";
+  }
+  if (auto e = wait_ready(spec_->c, deadline, info); !e.empty()) {
+    const auto message = failure(e);
+    child_->stop(std::chrono::milliseconds{200});  // then KILL: a server that failed to start holds nothing
+    child_.reset();
+    return message;
+  }
+  return {};
 }
 
 std::string pubsub_plugin::wait_ready(const config& c, clock::time_point deadline, server_info& info) {
   const auto host = dial_host(c.host);
   std::string last = "no attempt made (the startup window was already over)";
-  while (clock::now() < deadline) {
+  while (clock::now() < deadline && !stopping_) {
     if (auto how = child_->exit_description()) return "nats-server " + *how + " during startup";
     last = probe_jetstream(host, c.port, std::min(until(deadline), std::chrono::milliseconds{1000}), &info);
     if (last.empty()) return {};
@@ -223,9 +235,81 @@ std::string pubsub_plugin::failure(const std::string& what) const {
   return tail.empty() ? what : what + "; nats-server's last output:\n" + tail;
 }
 
-void pubsub_plugin::shutdown(std::chrono::milliseconds deadline) noexcept {
+// ---- restarts ------------------------------------------------------------------------------
+
+void pubsub_plugin::on_child_exit(const std::string& how) {
+  if (!mounted_) return;  // an exit during mount is mount's to report
+  const auto restarts = spec_->c.restarts;
+  host_->report_degraded("nats-server " + how + "; the bus is gone" +
+                         (restarts == 0 ? std::string{" (CLOUD_PUBSUB_RESTARTS=0: not restarted)"}
+                                        : std::string{", restarting it"}));
+  if (restarts == 0) return;
+  const std::lock_guard lock{restart_mutex_};
+  died_ = how;
+  restart_wake_.notify_all();
+}
+
+void pubsub_plugin::restart_loop() {
+  for (;;) {
+    std::string how;
+    {
+      std::unique_lock lock{restart_mutex_};
+      restart_wake_.wait(lock, [this] { return stopping_ || died_; });
+      if (stopping_) return;
+      how = std::move(*died_);
+      died_.reset();
+    }
+    restart(how);
+  }
+}
+
+bool pubsub_plugin::pause_before_restart(std::chrono::milliseconds pause) {
+  std::unique_lock lock{restart_mutex_};
+  return !restart_wake_.wait_for(lock, pause, [this] { return stopping_.load(); });
+}
+
+void pubsub_plugin::restart(const std::string& how) {
   const std::lock_guard lock{mutex_};
+  const auto old_pid = child_ ? child_->pid() : -1;
+  child_.reset();  // reaped already; this joins its supervisor thread
+  const auto attempts = spec_->c.restarts;
+  auto pause = first_restart_pause;
+  std::string last;
+  for (unsigned attempt = 1; attempt <= attempts; ++attempt) {
+    if (!pause_before_restart(pause)) return;
+    pause = std::min(pause * 2, longest_restart_pause);
+    server_info info;
+    last = start_child(clock::now() + restart_ready_window, info);
+    {
+      // A child that died while starting was reaped inside start_child, its exit reported by
+      // then: this attempt has answered for it.
+      const std::lock_guard wake{restart_mutex_};
+      died_.reset();
+    }
+    if (stopping_) return;
+    if (last.empty()) {
+      host_->log(plugin_api::log_level::info, "nats-server (pid " + std::to_string(old_pid) + ") " + how +
+                                                  "; restarted it as pid " + std::to_string(child_->pid()) +
+                                                  " on the same port and store");
+      host_->report_recovered();
+      return;
+    }
+    host_->log(plugin_api::log_level::warning, "restart " + std::to_string(attempt) + " of " +
+                                                   std::to_string(attempts) + " of nats-server failed: " + last);
+  }
+  host_->report_degraded("nats-server " + how + "; the bus is gone: gave up after " + std::to_string(attempts) +
+                         " restarts in a row (CLOUD_PUBSUB_RESTARTS); the last one: " + last);
+}
+
+void pubsub_plugin::shutdown(std::chrono::milliseconds deadline) noexcept {
   mounted_ = false;  // an exit from here on is ours, not a degradation
+  {
+    const std::lock_guard lock{restart_mutex_};
+    stopping_ = true;
+    restart_wake_.notify_all();
+  }
+  if (restarter_.joinable()) restarter_.join();
+  const std::lock_guard lock{mutex_};
   if (!child_) return;
   const auto pid = child_->pid();
   // Leave time to KILL and reap inside the deadline.

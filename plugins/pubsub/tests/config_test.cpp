@@ -27,6 +27,7 @@ TEST_CASE("defaults: 127.0.0.1:4222, 8 MiB, ./data/pubsub, the shipped nats-serv
   CHECK(r.value->max_payload == 8 * 1024 * 1024);
   CHECK(r.value->store_dir == "data/pubsub");
   CHECK_FALSE(r.value->server_bin);  // unset: default_server_binary beside the plugin
+  CHECK(r.value->restarts == 10);
 }
 
 TEST_CASE("CLOUD_DATA_DIR places the store; CLOUD_PUBSUB_STORE_DIR overrides it") {
@@ -42,6 +43,7 @@ TEST_CASE("each malformed value is refused naming the variable and the value") {
       {"CLOUD_PUBSUB_HOST", "a b"},        {"CLOUD_PUBSUB_HOST", ""},
       {"CLOUD_PUBSUB_URL", "http://x:1"},  {"CLOUD_PUBSUB_URL", "nats://a:1,"},
       {"CLOUD_PUBSUB_STORE_DIR", ""},      {"NATS_SERVER_BIN", ""},
+      {"CLOUD_PUBSUB_RESTARTS", "-1"},     {"CLOUD_PUBSUB_RESTARTS", "1001"},
   };
   for (const auto& [variable, value] : cases) {
     const std::string shown = std::string{variable} + "=" + value;
@@ -56,12 +58,14 @@ TEST_CASE("valid values are taken") {
   const auto r = read({{"CLOUD_PUBSUB_PORT", "0"},
                        {"CLOUD_PUBSUB_MAX_PAYLOAD", "1048576"},
                        {"CLOUD_PUBSUB_URL", "nats://10.0.0.1:4222,nats://10.0.0.2:4222"},
-                       {"NATS_SERVER_BIN", "/opt/nats/nats-server"}});
+                       {"NATS_SERVER_BIN", "/opt/nats/nats-server"},
+                       {"CLOUD_PUBSUB_RESTARTS", "0"}});
   REQUIRE(r.value);
   CHECK(r.value->port == 0);
   CHECK(r.value->max_payload == 1048576);
   CHECK(r.value->external_url == "nats://10.0.0.1:4222,nats://10.0.0.2:4222");
   CHECK(r.value->server_bin == "/opt/nats/nats-server");
+  CHECK(r.value->restarts == 0);
 }
 
 TEST_CASE("the default nats-server is ../bin/nats-server beside the plugin library") {

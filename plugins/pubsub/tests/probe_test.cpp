@@ -1,9 +1,13 @@
 // The probes against a real nats-server (and against things that are not one).
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <thread>
-#include <unistd.h>
 
 #include "child_process.hpp"
 #include "probe.hpp"
@@ -26,6 +30,32 @@ TEST_CASE("a port in use cannot be claimed; a free one can") {
   const auto port = pick_free_port("127.0.0.1", error);
   REQUIRE(port != 0);
   CHECK(claim_port("127.0.0.1", port) == "");
+}
+
+TEST_CASE("a port whose last server just died, leaving TIME_WAIT sockets, can be claimed at once") {
+  // A listener set up as nats-server's (Go sets SO_REUSEADDR); the server side closes first, as
+  // a killed server's kernel does, so its end waits in TIME_WAIT.
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  const int on = 1;
+  REQUIRE(::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), len) == 0);
+  REQUIRE(::listen(listener, 1) == 0);
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const int client = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(::connect(client, reinterpret_cast<sockaddr*>(&addr), len) == 0);
+  const int served = ::accept(listener, nullptr, nullptr);
+  REQUIRE(served >= 0);
+  ::close(served);
+  ::close(listener);
+  char byte = 0;
+  CHECK(::read(client, &byte, 1) == 0);  // the server's FIN arrived
+  ::close(client);
+  CHECK(claim_port("127.0.0.1", ntohs(addr.sin_port)) == "");
 }
 
 TEST_CASE("probing a closed port fails quickly with the reason") {

@@ -153,15 +153,12 @@ void with_usable_queue(channel_context& ctx, const std::string& queue, wire::met
 // what is pending), as RabbitMQ answers at once. Owned by the channel (basic_state::get), with
 // a puller of its own: an answer that comes after the channel went goes back to the queue.
 //
-// nats-server acknowledges a stored publish before the queue's consumer has counted it (the
-// stream signals its consumers from a queue of its own), so a no-wait pull right after a
-// publish's ack can find the queue empty. A get that followed this channel's own publishes
-// therefore waits briefly for the first message instead (after_publish_wait), and answers
-// get-empty if none comes.
+// A no-wait pull finds only what the queue's consumer has counted, and the bus confirms a
+// publish before that: after a confirm, the get first waits for the bus to count the publishes
+// (bus::client::count_publishes).
 class get_request final : public std::enable_shared_from_this<get_request> {
  public:
-  get_request(basic_state& s, std::string queue, bool no_ack, bool after_own_publishes)
-      : s_(s), queue_(std::move(queue)), no_ack_(no_ack), after_own_publishes_(after_own_publishes) {}
+  get_request(basic_state& s, std::string queue, bool no_ack) : s_(s), queue_(std::move(queue)), no_ack_(no_ack) {}
   // The channel went while the message was being counted: it goes back to the queue.
   ~get_request() {
     if (taken_) s_.ctx.bus().nak(taken_->reply);
@@ -178,12 +175,25 @@ class get_request final : public std::enable_shared_from_this<get_request> {
       if (auto self = weak.lock()) self->empty(e);
     };
     puller_ = s_.ctx.bus().make_puller(queue_, s_.ctx.executor(), std::move(callbacks));
-    puller_->request(1, after_own_publishes_ ? after_publish_wait : no_wait);
+    if (!s_.ctx.bus().publishes_uncounted()) return puller_->request(1, no_wait);
+    s_.ctx.run_on_bus(
+        wire::basic_get::key, [bus = s_.ctx.bus_ptr()] { return bus->count_publishes(); },
+        [weak](bus::bus_status counted) {
+          if (auto self = weak.lock()) self->counted(counted);
+        });
   }
 
  private:
   static constexpr std::chrono::milliseconds no_wait{0};  // the bus's no-wait pull (client.hpp)
-  static constexpr std::chrono::milliseconds after_publish_wait{100};
+
+  void counted(const bus::bus_status& status) {
+    if (status) return puller_->request(1, no_wait);
+    auto keep = std::move(s_.get);  // destroys this object when the scope ends
+    s_.ctx.fail(wire::reply_code::internal_error,
+                "the bus did not count this channel's publishes for basic.get on queue " + quoted(queue_) + " (" +
+                    status.error().text + "); retry on a new channel",
+                wire::basic_get::key);
+  }
 
   // get-ok says how many messages remain, requeued ones included, which the delivery's own
   // count (what the server never delivered) leaves out: the queue is counted first, as a passive
@@ -247,7 +257,6 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   basic_state& s_;
   std::string queue_;
   bool no_ack_;
-  bool after_own_publishes_;
   std::shared_ptr<bus::puller> puller_;
   std::optional<bus::delivery> taken_;  // pulled, not yet handed to the client
   std::string why_;  // what the bus said, when it did not answer with a message or empty
@@ -371,10 +380,9 @@ void basic_class::on_method(wire::basic_get m) {
   auto queue = s.ctx.resolve_queue(m.queue, during);
   if (!queue) return;
   with_usable_queue(s.ctx, *queue, during, [&s, queue = *queue, no_ack = m.no_ack] {
-    const bool after_own_publishes = s.publishes_in_flight > 0;
-    s.ctx.basic().after_publishes([&s, queue, no_ack, after_own_publishes] {
+    s.ctx.basic().after_publishes([&s, queue, no_ack] {
       if (s.closed) return;
-      auto get = std::make_shared<get_request>(s, queue, no_ack, after_own_publishes);
+      auto get = std::make_shared<get_request>(s, queue, no_ack);
       s.get = get;
       get->start();
     });

@@ -61,9 +61,8 @@
 // - An unknown tag on nack/reject reports nack/reject, not basic.ack (the reference's bug).
 // - basic.get waits for this channel's publishes still on their way to the bus before it
 //   pulls, so publish-then-get on one channel sees the message, as on RabbitMQ; the pull is a
-//   no_wait request, so an empty queue is answered get-empty at once (the reference waits 1 s),
-//   except right after the channel's own publishes, when it waits up to 100 ms for the first
-//   message (the bus acknowledges a publish before its queue has counted it: get_request).
+//   no_wait request, so an empty queue is answered get-empty at once (the reference waits 1 s);
+//   after a confirmed publish it first waits for the bus to count it (get_request).
 #include <chrono>
 #include <cstdint>
 #include <deque>

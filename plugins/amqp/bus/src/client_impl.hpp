@@ -148,6 +148,8 @@ class client_impl final : public client {
   bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters) override;
   bus_status delete_queue_consumer(const std::string& queue) override;
   bus_result<bus::queue_info> queue_info(const std::string& queue) override;
+  bool publishes_uncounted() const override { return counts_behind_; }
+  bus_status count_publishes() override { return catch_up_with_publishes("a pull"); }
   bus_result<std::uint64_t> purge_queue(const std::string& queue, const std::vector<std::string>& filters) override;
 
   void publish(std::string subject, std::string amqp_props_b64, std::string body,

@@ -203,8 +203,14 @@ class client : public std::enable_shared_from_this<client> {
                                            const std::vector<std::string>& filters) = 0;
   virtual bus_status delete_queue_consumer(const std::string& queue) = 0;  // not found is ok
   // The consumer's counts once the server has applied every settlement this client sent for
-  // the queue before the call (acks and pulls travel separate server queues: DESIGN §5).
+  // the queue before the call (acks and pulls travel separate server queues: DESIGN §5), and
+  // counted every publish this client had confirmed (count_publishes).
   virtual bus_result<bus::queue_info> queue_info(const std::string& queue) = 0;
+  // The bus confirms a publish before its queues' consumers count it, so a count or a no-wait
+  // pull asked right after a confirm could miss the message. True when a publish was confirmed
+  // since the last count_publishes; count_publishes (blocking) returns once all are counted.
+  virtual bool publishes_uncounted() const = 0;
+  virtual bus_status count_publishes() = 0;
   // Drops this queue's messages (the stream is shared): the durable is deleted and recreated
   // with the same filters. Messages delivered but not yet acked are dropped too (their later
   // ack is a no-op). Returns how many were ready (queue_info::ready).
