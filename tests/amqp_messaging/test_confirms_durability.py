@@ -31,9 +31,10 @@ def durable_queue(cloud, prefix):
     return queue
 
 
-def publish_with_confirms(cloud, queue, count, timeout=120.0):
+def publish_with_confirms(cloud, queue, count, timeout=120.0, on_confirm=None):
     """Publishes `count` persistent messages "0".."count-1" to the default exchange without
-    waiting in between; returns (acked sequence numbers, nacked ones, protocol errors)."""
+    waiting in between; returns (acked sequence numbers, nacked ones, protocol errors).
+    `on_confirm(acked)`, when given, runs after each confirm with the number acked so far."""
     unconfirmed = set(range(1, count + 1))
     acked, nacked, errors = set(), set(), []
     conn_box = {}
@@ -49,6 +50,8 @@ def publish_with_confirms(cloud, queue, count, timeout=120.0):
             covered = {m.delivery_tag} & unconfirmed
         unconfirmed.difference_update(covered)
         kind.update(covered)
+        if on_confirm:
+            on_confirm(len(acked))
         if not unconfirmed:
             conn_box["conn"].close()
 

@@ -167,6 +167,13 @@ class StoppingTest(unittest.TestCase):
                                               f"cannot execute {binary}: No such file or directory"), reason)
             self.assertIn("restart 1 of 2 of nats-server failed: cannot execute", cloud.log)
 
+    def test_pubsub_sync_always_makes_the_server_fsync_before_each_ack(self):
+        with cloudtest.Cloud(env={"CLOUD_PUBSUB_SYNC": "always"}) as cloud:
+            with open(os.path.join(cloud.data_dir, "pubsub", "cloud-pubsub.conf")) as f:
+                self.assertIn("jetstream {\n  sync_interval: always\n}", f.read())
+            _, body = cloud.get("/v1/health")
+            self.assertEqual(body["degraded"], [], cloud.log)
+
     def test_a_host_whose_bus_just_died_boots_again_at_once_on_the_same_port(self):
         # The dead server's connections leave TIME_WAIT sockets on its port: no conflict for it.
         port = cloudtest.free_port()

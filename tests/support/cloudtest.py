@@ -27,6 +27,8 @@ import unittest
 import urllib.error
 import urllib.request
 
+from natsraw import NatsRaw
+
 CLOUD_BIN = os.environ.get("CLOUD_BIN", "")
 PLUGIN_DIR = os.environ.get("CLOUD_PLUGIN_DIR", "")
 MANIFEST = os.environ.get("CLOUD_MANIFEST", "")
@@ -365,5 +367,115 @@ class NatsServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return False
+
+
+class NatsCluster:
+    """`size` nats-servers clustered on loopback (JetStream on each), every one with its own
+    ports and store, stopped by PID. `url` names them all, as CLOUD_PUBSUB_URL takes them."""
+
+    def __init__(self, size=3, binary=None):
+        self.binary = binary or NATS_SERVER
+        self.tmp = tempfile.mkdtemp(prefix="cloudtest-cluster-")
+        self.nodes = [{"name": f"n{i}", "port": free_port(), "route": free_port(), "proc": None}
+                      for i in range(size)]
+        self.url = ",".join(f"nats://127.0.0.1:{n['port']}" for n in self.nodes)
+
+    def _config(self, node):
+        routes = ", ".join(f"nats-route://127.0.0.1:{n['route']}" for n in self.nodes if n is not node)
+        path = os.path.join(self.tmp, f"{node['name']}.conf")
+        with open(path, "w") as f:
+            f.write(f"server_name: {node['name']}\nlisten: 127.0.0.1:{node['port']}\n"
+                    f"jetstream {{ store_dir: \"{os.path.join(self.tmp, node['name'])}\" }}\n"
+                    f"cluster {{ name: cloudtest, listen: 127.0.0.1:{node['route']}, routes: [{routes}] }}\n")
+        return path
+
+    def start(self, name):
+        node = self.node(name)
+        log = open(os.path.join(self.tmp, f"{node['name']}.log"), "ab")
+        node["proc"] = subprocess.Popen([self.binary, "-c", self._config(node)], stdin=subprocess.DEVNULL,
+                                        stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+
+    def kill(self, name):
+        """SIGKILL, as a machine that dies: no shutdown, no leadership handed over."""
+        node = self.node(name)
+        node["proc"].kill()
+        node["proc"].wait()
+        node["proc"] = None
+
+    def node(self, name):
+        return next(n for n in self.nodes if n["name"] == name)
+
+    def running(self):
+        return [n for n in self.nodes if n["proc"] is not None and n["proc"].poll() is None]
+
+    def api(self, subject, body=None, exclude=None):
+        """A JetStream API request through the first running node that answers."""
+        last = None
+        for node in self.running():
+            if node["name"] == exclude:
+                continue
+            try:
+                raw = NatsRaw(node["port"], timeout=5)
+                try:
+                    return raw.api(subject, body)
+                finally:
+                    raw.close()
+            except OSError as e:
+                last = e
+        raise AssertionError(f"no node of the cluster answered {subject}: {last}")
+
+    def wait_ready(self, timeout=60):
+        """Every running node answers JetStream requests (a meta leader is elected)."""
+
+        def node_ready(node):
+            try:
+                raw = NatsRaw(node["port"], timeout=2)
+                try:
+                    return "error" not in raw.api("INFO")
+                finally:
+                    raw.close()
+            except (OSError, ConnectionError):
+                return False
+        if not wait_until(lambda: all(node_ready(n) for n in self.running()), timeout, interval=0.2):
+            raise AssertionError(f"the test's nats cluster did not become ready:\n{self.logs()}")
+
+    def leader_of(self, stream, consumer=None):
+        """The name of the node leading a stream (or one of its consumers)."""
+        subject = f"CONSUMER.INFO.{stream}.{consumer}" if consumer else f"STREAM.INFO.{stream}"
+        return self.api(subject).get("cluster", {}).get("leader")
+
+    def logs(self):
+        out = []
+        for node in self.nodes:
+            path = os.path.join(self.tmp, f"{node['name']}.log")
+            if os.path.exists(path):
+                with open(path, errors="replace") as f:
+                    out.append(f"--- {node['name']} ---\n" + "".join(f.readlines()[-30:]))
+        return "\n".join(out)
+
+    def __enter__(self):
+        try:
+            for node in self.nodes:
+                self.start(node["name"])
+            self.wait_ready()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for node in self.nodes:
+            proc = node["proc"]
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            node["proc"] = None
         shutil.rmtree(self.tmp, ignore_errors=True)
         return False

@@ -92,6 +92,13 @@ config_result read_config(const lookup_fn& lookup) {
     }
     c.restarts = static_cast<unsigned>(*n);
   }
+  if (auto v = lookup("CLOUD_PUBSUB_SYNC")) {
+    if (*v != "interval" && *v != "always") {
+      return {std::nullopt, malformed("CLOUD_PUBSUB_SYNC", *v,
+                                      "interval (the server's default) or always (fsync before every ack)")};
+    }
+    c.sync_always = *v == "always";
+  }
   if (auto v = lookup("NATS_SERVER_BIN")) {
     if (v->empty()) return {std::nullopt, malformed("NATS_SERVER_BIN", *v, "the nats-server executable")};
     c.server_bin = *v;

@@ -23,6 +23,9 @@ struct config {
   // CLOUD_PUBSUB_RESTARTS: how many restarts in a row of a launched server that died on its own
   // may fail before pubsub gives up; 0 never restarts it.
   unsigned restarts = 10;
+  // CLOUD_PUBSUB_SYNC: "interval" (the server's default: JetStream writes each message to its
+  // files at once and forces them to disk every two minutes) or "always" (before every ack).
+  bool sync_always = false;
 };
 
 using lookup_fn = std::function<std::optional<std::string>(std::string_view variable)>;

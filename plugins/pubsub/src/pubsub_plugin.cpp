@@ -44,11 +44,12 @@ std::string url_of(const std::string& host, std::uint16_t port) {
   return "nats://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + std::to_string(port);
 }
 
-// max_payload is a config-file setting in nats-server 2.9 (there is no flag for it).
+// max_payload and the fsync policy are config-file settings (there are no flags for them).
 std::string write_server_config(const config& c, fs::path& file) {
   file = c.store_dir / "cloud-pubsub.conf";
   std::ofstream out{file, std::ios::trunc};
   out << "# written by the cloud pubsub plugin at each start\nmax_payload: " << c.max_payload << "\n";
+  if (c.sync_always) out << "jetstream {\n  sync_interval: always\n}\n";
   out.close();
   if (!out) return "cannot write " + file.string() + "; check CLOUD_PUBSUB_STORE_DIR";
   return {};

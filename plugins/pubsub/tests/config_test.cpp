@@ -28,6 +28,7 @@ TEST_CASE("defaults: 127.0.0.1:4222, 8 MiB, ./data/pubsub, the shipped nats-serv
   CHECK(r.value->store_dir == "data/pubsub");
   CHECK_FALSE(r.value->server_bin);  // unset: default_server_binary beside the plugin
   CHECK(r.value->restarts == 10);
+  CHECK_FALSE(r.value->sync_always);
 }
 
 TEST_CASE("CLOUD_DATA_DIR places the store; CLOUD_PUBSUB_STORE_DIR overrides it") {
@@ -44,6 +45,7 @@ TEST_CASE("each malformed value is refused naming the variable and the value") {
       {"CLOUD_PUBSUB_URL", "http://x:1"},  {"CLOUD_PUBSUB_URL", "nats://a:1,"},
       {"CLOUD_PUBSUB_STORE_DIR", ""},      {"NATS_SERVER_BIN", ""},
       {"CLOUD_PUBSUB_RESTARTS", "-1"},     {"CLOUD_PUBSUB_RESTARTS", "1001"},
+      {"CLOUD_PUBSUB_SYNC", "sometimes"},  {"CLOUD_PUBSUB_SYNC", ""},
   };
   for (const auto& [variable, value] : cases) {
     const std::string shown = std::string{variable} + "=" + value;
@@ -59,13 +61,15 @@ TEST_CASE("valid values are taken") {
                        {"CLOUD_PUBSUB_MAX_PAYLOAD", "1048576"},
                        {"CLOUD_PUBSUB_URL", "nats://10.0.0.1:4222,nats://10.0.0.2:4222"},
                        {"NATS_SERVER_BIN", "/opt/nats/nats-server"},
-                       {"CLOUD_PUBSUB_RESTARTS", "0"}});
+                       {"CLOUD_PUBSUB_RESTARTS", "0"},
+                       {"CLOUD_PUBSUB_SYNC", "always"}});
   REQUIRE(r.value);
   CHECK(r.value->port == 0);
   CHECK(r.value->max_payload == 1048576);
   CHECK(r.value->external_url == "nats://10.0.0.1:4222,nats://10.0.0.2:4222");
   CHECK(r.value->server_bin == "/opt/nats/nats-server");
   CHECK(r.value->restarts == 0);
+  CHECK(r.value->sync_always);
 }
 
 TEST_CASE("the default nats-server is ../bin/nats-server beside the plugin library") {

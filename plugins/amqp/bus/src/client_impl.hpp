@@ -132,6 +132,7 @@ class client_impl final : public client {
   bus_status ensure_stream();
   bus_status ensure_bucket();
   bus_status probe_filters();
+  bus_status match_replicas(const std::string& step, const std::string& stream, const json& info);
   bus_status start_inbox();
   bus_status reclaim_unacked();
 

@@ -2,6 +2,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <set>
 #include <thread>
 
 #include "client_impl.hpp"
@@ -84,6 +86,24 @@ int client_impl::remaining_ms() const {
 // bursts and are answered asynchronously, and a millisecond lost for every round trip. So the
 // traffic a client waits for (pull requests, whose deliveries a consumer's credit waits for, and
 // every JetStream API and bucket request) goes over a second connection that sends at once.
+namespace {
+
+// The servers of the bus: those given and those the server's INFO announced (its cluster).
+int known_servers(natsConnection* nc) {
+  char** servers = nullptr;
+  int count = 0;
+  if (natsConnection_GetServers(nc, &servers, &count) != NATS_OK) return 1;
+  std::set<std::string> distinct;
+  for (int i = 0; i < count; ++i) {
+    distinct.insert(servers[i]);
+    std::free(servers[i]);
+  }
+  std::free(servers);
+  return std::max<int>(1, static_cast<int>(distinct.size()));
+}
+
+}  // namespace
+
 bus_status client_impl::dial() {
   const std::string step = "dial " + url_text_;
   if (servers_.empty()) return failure(step, "no bus URL given: set CLOUD_PUBSUB_URL or mount pubsub first");
@@ -97,6 +117,7 @@ bus_status client_impl::dial() {
   if (std::chrono::steady_clock::now() > options_.deadline)
     return failure(step, "connected only after the startup deadline had passed");
   max_payload_ = natsConnection_GetMaxPayload(conn_.get());
+  replicas_ = options_.replicas > 0 ? options_.replicas : std::min(3, known_servers(control_.get()));
 
   jsCtx* js = nullptr;
   if (natsStatus s = natsConnection_JetStream(&js, control_.get(), nullptr); s != NATS_OK) return nats_failure(step, s);

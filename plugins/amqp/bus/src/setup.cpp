@@ -20,8 +20,8 @@ std::string join(const json& list) {
 }
 
 // What differs between an existing AMQP stream and what the adaptor needs; empty = fine.
-// Only properties the adaptor's semantics depend on are compared; sizes, ages and
-// replicas are the operator's to tune and are left as found.
+// Only properties the adaptor's semantics depend on are compared; sizes and ages are the
+// operator's to tune and are left as found (replicas: match_replicas).
 std::string stream_mismatch(const json& config) {
   const json subjects = config.value("subjects", json::array());
   if (subjects != json::array({stream_subjects}))
@@ -35,12 +35,27 @@ std::string stream_mismatch(const json& config) {
 
 }  // namespace
 
+// An existing stream (AMQP, or the bucket's KV_amqp) with another replica count is changed to
+// replicas_ where JetStream allows it; otherwise the step fails naming both counts.
+bus_status client_impl::match_replicas(const std::string& step, const std::string& stream, const json& info) {
+  json config = info.value("config", json::object());
+  const int found = config.value("num_replicas", 1);
+  if (found == replicas_) return bus_ok();
+  config["num_replicas"] = replicas_;
+  auto updated = api(step, "STREAM.UPDATE." + stream, config);
+  if (updated) return bus_ok();
+  return failure(step, "stream " + stream + " has " + std::to_string(found) + " replicas and " +
+                           std::to_string(replicas_) + " are wanted (CLOUD_AMQP_REPLICAS, or its default), but the "
+                           "bus refused the change (" + updated.error().text + "); set CLOUD_AMQP_REPLICAS=" +
+                           std::to_string(found) + " or give the bus the servers it needs");
+}
+
 bus_status client_impl::ensure_stream() {
   const std::string step = std::string{"stream "} + stream_name;
   auto info = api(step, std::string{"STREAM.INFO."} + stream_name, nullptr);
   if (info) {
     const std::string differs = stream_mismatch(info->value("config", json::object()));
-    if (differs.empty()) return bus_ok();
+    if (differs.empty()) return match_replicas(step, stream_name, *info);
     return failure(step, "a stream named " + std::string{stream_name} + " already exists and " +
                              differs + "; it is left untouched: delete or fix it, or point "
                              "CLOUD_PUBSUB_URL at another bus");
@@ -52,7 +67,7 @@ bus_status client_impl::ensure_stream() {
                  {"retention", "interest"},
                  {"storage", "file"},
                  {"discard", "old"},
-                 {"num_replicas", options_.replicas},
+                 {"num_replicas", replicas_},
                  {"max_bytes", options_.max_bytes},
                  {"max_age", options_.max_age_seconds * ns_per_second}};
   auto created = api(step, std::string{"STREAM.CREATE."} + stream_name, config);
@@ -72,13 +87,14 @@ bus_status client_impl::ensure_bucket() {
       return failure(step, "stream " + kv_stream + " already exists with subjects " + join(subjects) +
                                ", so it is not a key-value bucket named " + bucket_name +
                                ": delete that stream, or point CLOUD_PUBSUB_URL at another bus");
+    if (auto matched = match_replicas(step, kv_stream, *info); !matched) return matched;
   } else {
     kvConfig cfg;
     kvConfig_Init(&cfg);
     cfg.Bucket = bucket_name;
     cfg.History = 1;
     cfg.StorageType = js_FileStorage;
-    cfg.Replicas = options_.replicas;
+    cfg.Replicas = replicas_;
     kvStore* created = nullptr;
     if (natsStatus s = js_CreateKeyValue(&created, js_.get(), &cfg); s != NATS_OK)
       return nats_failure(step + ": creating it failed", s);

@@ -45,6 +45,11 @@ config_result read_config(const env_lookup& env) {
     if (!value) return refusal("CLOUD_AMQP_HANDSHAKE_TIMEOUT", *timeout, "whole seconds from 1 to 3600");
     config.handshake_timeout = std::chrono::seconds{*value};
   }
+  if (auto replicas = env("CLOUD_AMQP_REPLICAS")) {
+    auto value = parse_unsigned(*replicas, 1, 5);
+    if (!value) return refusal("CLOUD_AMQP_REPLICAS", *replicas, "a replica count from 1 to 5");
+    config.replicas = static_cast<int>(*value);
+  }
   return config;
 }
 

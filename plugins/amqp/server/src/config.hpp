@@ -17,6 +17,9 @@ struct server_config {
   std::string pubsub_creds;        // CLOUD_AMQP_PUBSUB_CREDS: a NATS .creds file, optional
   // CLOUD_AMQP_HANDSHAKE_TIMEOUT (seconds, 1..3600): from accept to connection.open.
   std::chrono::seconds handshake_timeout{30};
+  // CLOUD_AMQP_REPLICAS (1..5) for the stream, the bucket and, inherited, the queue consumers.
+  // Unset: 1 on the embedded server, else the smaller of 3 and the bus's cluster size.
+  std::optional<int> replicas;
 };
 
 // Looks a variable up; nullopt when unset.

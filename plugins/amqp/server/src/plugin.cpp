@@ -96,10 +96,22 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     options.url = *url;
     options.creds_file = cfg.pubsub_creds;
     options.deadline = host.startup_deadline();
-    options.reclaim_unacked = host.lookup("pubsub", "embedded") == std::optional<std::string>{"true"};
+    const bool embedded = host.lookup("pubsub", "embedded") == std::optional<std::string>{"true"};
+    options.reclaim_unacked = embedded;
+    if (embedded && cfg.replicas.value_or(1) > 1) {
+      return failed("bus", "CLOUD_AMQP_REPLICAS='" + std::to_string(*cfg.replicas) +
+                               "' needs a NATS cluster, and the embedded nats-server is one server; point "
+                               "CLOUD_PUBSUB_URL at a cluster or unset CLOUD_AMQP_REPLICAS");
+    }
+    options.replicas = cfg.replicas.value_or(embedded ? 1 : 0);
     auto opened = bus::client::open(options);
     if (!opened) return failed("bus", opened.error().text);
     bus_ = std::move(*opened);
+    host.log(log_level::info, "stream " + std::string{bus::stream_name} + " and bucket " + bus::bucket_name +
+                                  " keep " + std::to_string(bus_->replicas()) + " replica(s), and so does each queue (" +
+                                  (cfg.replicas ? "CLOUD_AMQP_REPLICAS" : embedded ? "the embedded server" :
+                                                                                     "the smaller of 3 and the bus's servers") +
+                                  ")");
 
     broker::settings settings;
     settings.handshake_timeout = cfg.handshake_timeout;

@@ -34,6 +34,7 @@ TEST_CASE("defaults: loopback, 5672, no creds, 30 s handshake") {
   CHECK(c.port == 5672);
   CHECK(c.pubsub_creds.empty());
   CHECK(c.handshake_timeout == std::chrono::seconds(30));
+  CHECK_FALSE(c.replicas);  // decided by the bus: 1 embedded, else up to 3
 }
 
 TEST_CASE("every variable is read") {
@@ -42,7 +43,8 @@ TEST_CASE("every variable is read") {
   auto r = read_config(env_of({{"CLOUD_AMQP_HOST", "0.0.0.0"},
                                {"CLOUD_AMQP_PORT", "15672"},
                                {"CLOUD_AMQP_PUBSUB_CREDS", creds.string()},
-                               {"CLOUD_AMQP_HANDSHAKE_TIMEOUT", "3"}}));
+                               {"CLOUD_AMQP_HANDSHAKE_TIMEOUT", "3"},
+                               {"CLOUD_AMQP_REPLICAS", "5"}}));
   std::filesystem::remove(creds);
   REQUIRE(std::holds_alternative<server_config>(r));
   const auto& c = std::get<server_config>(r);
@@ -50,6 +52,15 @@ TEST_CASE("every variable is read") {
   CHECK(c.port == 15672);
   CHECK(c.pubsub_creds == creds.string());
   CHECK(c.handshake_timeout == std::chrono::seconds(3));
+  CHECK(c.replicas == 5);
+}
+
+TEST_CASE("a replica count outside 1..5 is refused naming the variable and the value") {
+  for (const char* bad : {"0", "6", "3x", ""}) {
+    CAPTURE(bad);
+    const auto text = refusal_of(read_config(env_of({{"CLOUD_AMQP_REPLICAS", bad}})));
+    CHECK(text == std::string("CLOUD_AMQP_REPLICAS='") + bad + "' is not valid: expected a replica count from 1 to 5");
+  }
 }
 
 TEST_CASE("port 0 asks for any free port") {

@@ -34,7 +34,10 @@ struct client_options {
   std::string creds_file;  // empty: no credentials
   // Bounds dialing, stream/bucket setup, the probe and the watch's initial replay.
   std::chrono::steady_clock::time_point deadline;
-  int replicas = 1;                     // stream AMQP and bucket amqp
+  // Stream AMQP and bucket amqp (queue consumers inherit the stream's: interest retention
+  // requires it); an existing stream or bucket is changed to it. 0: the smaller of 3 and the
+  // number of servers the bus names (its cluster).
+  int replicas = 1;
   std::int64_t max_bytes = -1;          // stream AMQP size limit; -1 = unlimited
   std::int64_t max_age_seconds = 0;     // stream AMQP age limit; 0 = unlimited
   // Additions (defaults keep the brief's behaviour):
@@ -163,7 +166,8 @@ class client : public std::enable_shared_from_this<client> {
   // The mount steps, in order, each failing with a message naming the step:
   //   "dial <url>: …", "stream AMQP: …", "bucket amqp: …", "consumer probe: …",
   //   "reclaim unacknowledged deliveries: …".
-  // A pre-existing AMQP stream whose subjects or retention differ is refused, never changed.
+  // A pre-existing AMQP stream whose subjects or retention differ is refused, never changed;
+  // one with another replica count is changed, or refused when the bus cannot change it.
   static bus_result<std::shared_ptr<client>> open(const client_options& options);
 
   virtual ~client() = default;
@@ -171,6 +175,7 @@ class client : public std::enable_shared_from_this<client> {
   client& operator=(const client&) = delete;
 
   std::int64_t max_payload() const;  // the server's INFO max_payload
+  int replicas() const;              // as decided at open (client_options::replicas)
   // Whether the server takes a consumer whose filters overlap without one containing the other
   // (`amqp.t.a.*` and `amqp.t.*.b`): nats-server 2.14 and later. Probed at open.
   bool overlapping_filters() const;
@@ -271,6 +276,7 @@ class client : public std::enable_shared_from_this<client> {
  protected:
   client() = default;
   std::int64_t max_payload_ = 0;
+  int replicas_ = 1;
   bool overlapping_filters_ = false;
 };
 
