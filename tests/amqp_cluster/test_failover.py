@@ -9,6 +9,7 @@ import unittest
 import uuid
 
 import pika
+import pika.exceptions
 
 import cloudtest
 
@@ -30,12 +31,15 @@ class Failover(unittest.TestCase):
         self.cluster.kill(leader)
         return leader
 
-    def consume_all(self, ch, wanted, received, timeout=60):
-        """Consumes on `ch` (acking) until every body in `wanted` was received at least once."""
+    def consume_all(self, ch, wanted, received, bodies=None, timeout=60):
+        """Consumes on `ch` (acking) until every body in `wanted` was received at least once;
+        `bodies`, when given, gets each delivery's body."""
         for method, _props, body in ch.consume(self.queue, inactivity_timeout=timeout):
             self.assertIsNotNone(method, f"the consumer stalled with {len(wanted - received)} missing:\n"
                                          f"{self.cloud.log}\n{self.cluster.logs()}")
             received.add(body.decode())
+            if bodies is not None:
+                bodies.append(body.decode())
             ch.basic_ack(method.delivery_tag)
             if wanted <= received:
                 return
@@ -58,12 +62,22 @@ class Failover(unittest.TestCase):
                                                       on_confirm=kill_at_the_200th_confirm)
         self.assertEqual(len(killed), 1, "the stream leader was never killed")
         self.assertEqual(errors, [])
-        self.assertEqual(len(acked) + len(nacked), 3000, "a publish was neither confirmed nor refused")
+        # Each publish the dead leader left unanswered was sent again until the new one stored it.
+        self.assertEqual(nacked, set(), f"nacked across the failover:\n{self.cloud.log}")
+        self.assertEqual(len(acked), 3000)
         confirmed = {str(s - 1) for s in acked}
+        # Stored once each: a retry of a publish the dead leader had stored is the same message.
+        bodies = []
         with pika.BlockingConnection(params(self.cloud)) as conn:
             ch = conn.channel()
             ch.basic_qos(prefetch_count=200)
-            self.consume_all(ch, confirmed, set())
+            self.consume_all(ch, confirmed, set(), bodies)
+            for method, _props, body in ch.consume(self.queue, inactivity_timeout=3):  # any more?
+                if method is None:
+                    break
+                bodies.append(body.decode())
+                ch.basic_ack(method.delivery_tag)
+        self.assertEqual(len(bodies), len(confirmed), "a message was stored twice")
 
     def test_the_stream_leader_killed_mid_consume_loses_nothing_and_the_consumer_goes_on(self):
         acked, nacked, errors = publish_with_confirms(self.cloud, self.queue, 2000)
@@ -84,6 +98,80 @@ class Failover(unittest.TestCase):
         self.consume_all(ch, confirmed, received)
         self.assertTrue(conn.is_open)
 
+
+class TwoReplicas(unittest.TestCase):
+    """Two `cloud` processes on the cluster, each dialling every node."""
+
+    def setUp(self):
+        self.cluster = self.enterContext(cloudtest.NatsCluster(3))
+        env = {"CLOUD_PUBSUB_URL": self.cluster.url}
+        self.a = self.enterContext(cloudtest.Cloud(env=env))
+        self.b = self.enterContext(cloudtest.Cloud(env=env))
+
+    def test_a_node_killed_and_restarted_under_a_publisher_on_one_and_a_consumer_on_the_other(self):
+        queue = f"two-{uuid.uuid4().hex[:8]}"
+        with pika.BlockingConnection(params(self.a)) as conn:
+            conn.channel().queue_declare(queue, durable=True)
+        consumer = pika.BlockingConnection(params(self.b))
+        self.addCleanup(lambda: consumer.is_open and consumer.close())
+        ch = consumer.channel()
+        ch.basic_qos(prefetch_count=50)
+        consuming = ch.consume(queue, inactivity_timeout=60)
+        received = set()
+
+        def publish_and_receive(tag, count):
+            acked, nacked, errors = publish_with_confirms(self.a, queue, count)
+            self.assertEqual((errors, nacked), ([], set()))
+            wanted = {f"{tag}{s - 1}" for s in acked}
+            got = set()
+            for method, _props, body in consuming:
+                self.assertIsNotNone(method, f"B's consumer stalled:\n{self.b.log}\n{self.cluster.logs()}")
+                got.add(tag + body.decode())
+                ch.basic_ack(method.delivery_tag)
+                if {f"{tag}{i}" for i in range(count)} <= got:
+                    break
+            received.update(got)
+            self.assertEqual(wanted - got, set())
+
+        publish_and_receive("before-", 300)
+        victim = self.cluster.nodes[0]["name"]
+        self.cluster.kill(victim)
+        publish_and_receive("down-", 300)
+        self.cluster.start(victim)
+        self.cluster.wait_ready()
+        publish_and_receive("back-", 300)
+        self.assertTrue(consumer.is_open)
+
+    def test_the_bucket_leader_killed_during_declares_loses_and_doubles_no_declaration(self):
+        names = [f"decl-{i}-{uuid.uuid4().hex[:6]}" for i in range(30)]
+        declared = []
+        conn = pika.BlockingConnection(params(self.a))
+        self.addCleanup(lambda: conn.is_open and conn.close())
+        for i, name in enumerate(names):
+            if i == 10:
+                self.cluster.kill(self.cluster.leader_of("KV_amqp"))
+            # A declare the bus cannot answer in time fails its channel (541: retry on a new
+            # channel), as the error says to: for a minute after the kill, a new queue's R3
+            # consumer may wait for a leader longer than the bus timeout.
+            refusals = []
+            for _attempt in range(10):
+                try:
+                    conn.channel().queue_declare(name, durable=True)
+                    declared.append(name)
+                    break
+                except pika.exceptions.ChannelClosedByBroker as e:
+                    self.assertEqual(e.reply_code, 541, e.reply_text)
+                    refusals.append(e.reply_text)
+            else:
+                self.fail(f"queue {name} could not be declared in ten tries: {refusals}")
+        self.assertEqual(declared, names)
+        # Every declaration is in the bucket once, and B (whose mirror replays the bucket) has it.
+        keys = self.cluster.api("STREAM.INFO.KV_amqp", {"subjects_filter": "$KV.amqp.q.>"})["state"]["subjects"]
+        for name in names:
+            self.assertEqual(keys.get(f"$KV.amqp.q.{name}"), 1, name)
+        with pika.BlockingConnection(params(self.b)) as other:
+            for name in names:
+                self.assertEqual(other.channel().queue_declare(name, passive=True).method.message_count, 0)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

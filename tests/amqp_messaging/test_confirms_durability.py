@@ -257,7 +257,7 @@ class FlowControl(unittest.TestCase):
             os.kill(pid, signal.SIGSTOP)
         try:
             # Publish as fast as the socket takes it, for at most 6 s (well inside the bus
-            # client's 10 s publish timeout), until nothing more is taken for 1.5 s.
+            # client's 30 s publish timeout), until nothing more is taken for 1.5 s.
             sock.settimeout(1.5)
             view, offset = memoryview(burst), 0
             deadline = time.monotonic() + 6

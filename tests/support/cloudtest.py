@@ -428,7 +428,8 @@ class NatsCluster:
         raise AssertionError(f"no node of the cluster answered {subject}: {last}")
 
     def wait_ready(self, timeout=60):
-        """Every running node answers JetStream requests (a meta leader is elected)."""
+        """Every running node answers JetStream requests, and the meta leader knows them all:
+        a stream with a replica on each running node can be placed (and is deleted again)."""
 
         def node_ready(node):
             try:
@@ -439,8 +440,25 @@ class NatsCluster:
                     raw.close()
             except (OSError, ConnectionError):
                 return False
-        if not wait_until(lambda: all(node_ready(n) for n in self.running()), timeout, interval=0.2):
-            raise AssertionError(f"the test's nats cluster did not become ready:\n{self.logs()}")
+
+        last = []
+
+        def placed():
+            config = {"name": "cloudtest_ready", "subjects": ["cloudtest.ready"], "storage": "memory",
+                      "num_replicas": len(self.running())}
+            try:
+                for subject, body in (("STREAM.CREATE.cloudtest_ready", config), ("STREAM.DELETE.cloudtest_ready", None)):
+                    answer = self.api(subject, body)
+                    last[:] = [subject, answer]
+                    if "error" in answer:
+                        return False
+                return True
+            except (AssertionError, OSError, ConnectionError) as e:
+                last[:] = ["placement", repr(e)]
+                return False
+        ready = lambda: all(node_ready(n) for n in self.running()) and placed()
+        if not wait_until(ready, timeout, interval=0.2):
+            raise AssertionError(f"the test's nats cluster did not become ready (last: {last}):\n{self.logs()}")
 
     def leader_of(self, stream, consumer=None):
         """The name of the node leading a stream (or one of its consumers)."""
@@ -453,7 +471,8 @@ class NatsCluster:
             path = os.path.join(self.tmp, f"{node['name']}.log")
             if os.path.exists(path):
                 with open(path, errors="replace") as f:
-                    out.append(f"--- {node['name']} ---\n" + "".join(f.readlines()[-30:]))
+                    lines = [line for line in f if "Error trying to connect to route" not in line]
+                    out.append(f"--- {node['name']} ---\n" + "".join(lines[-40:]))
         return "\n".join(out)
 
     def __enter__(self):

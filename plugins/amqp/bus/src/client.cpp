@@ -35,6 +35,7 @@ namespace amqp::bus::detail {
 namespace {
 
 constexpr std::chrono::milliseconds sweep_period{250};
+constexpr std::chrono::milliseconds retry_pause{250};  // after "no responders", before the next attempt
 
 // Moves the entries of `pending` that `due` says are over into `out`.
 template <class Map, class Due, class Out>
@@ -54,7 +55,7 @@ void take_due(Map& pending, Due due, Out& out) {
 void client_impl::publish(std::string subject, std::string amqp_props_b64, std::string body,
                           boost::asio::any_io_executor ex, std::function<void(bus_status)> done) {
   const std::uint64_t id = next_id_++;
-  pending_publish p{std::move(subject), std::move(amqp_props_b64), std::move(body), std::move(ex), std::move(done), {}};
+  pending_publish p{std::move(subject), std::move(amqp_props_b64), std::move(body), std::move(ex), std::move(done), {}, {}, {}, {}};
   std::unique_lock lock{mutex_};
   if (closed_) {
     lock.unlock();
@@ -66,7 +67,6 @@ void client_impl::publish(std::string subject, std::string amqp_props_b64, std::
     waiting_.emplace_back(id, std::move(p));
     return;
   }
-  p.sent_at = std::chrono::steady_clock::now();
   // Sent under the lock so that two publishers cannot overtake each other between the
   // decision and the socket; natsConnection_PublishMsg only appends to nats.c's buffer.
   auto [it, inserted] = in_flight_.emplace(id, std::move(p));
@@ -95,10 +95,18 @@ bus_status client_impl::send_publish(std::uint64_t id, pending_publish& p) {
   natsStatus s = natsMsg_Create(&raw, p.subject.c_str(), reply, p.body.data(), static_cast<int>(p.body.size()));
   msg_ptr msg{raw};
   if (s == NATS_OK && !p.props_b64.empty()) s = natsMsgHeader_Set(msg.get(), props_header, p.props_b64.c_str());
+  // The reply subject names this client and publish uniquely: the stream's id for a retry.
+  if (s == NATS_OK && retry_publishes_) s = natsMsgHeader_Set(msg.get(), "Nats-Msg-Id", reply + inbox_.rfind('.') + 1);
   if (s == NATS_OK) s = natsConnection_PublishMsg(conn_.get(), msg.get());
-  released_.release(std::move(msg));
-  // On the wire now (or failed): the content is not needed again. Freed here, on the thread
-  // that allocated it, rather than with the pub ack on a nats thread.
+  p.sent_at = std::chrono::steady_clock::now();
+  if (p.first_sent_at == std::chrono::steady_clock::time_point{}) p.first_sent_at = p.sent_at;
+  if (retry_publishes_ && s == NATS_OK)
+    p.msg = std::move(msg);
+  else
+    released_.release(std::move(msg));
+  // On the wire now (or failed): the content is not needed again (a retry sends the message
+  // kept above). Freed here, on the thread that allocated it, rather than with the pub ack on a
+  // nats thread.
   std::string().swap(p.body);
   std::string().swap(p.props_b64);
   if (s != NATS_OK) return nats_failure("publish to " + p.subject, s);
@@ -115,6 +123,7 @@ void client_impl::complete_publish(std::uint64_t id, bus_status status) {
     in_flight_.erase(it);
     send_waiting_locked();
   }
+  if (p.msg) released_.release(std::move(p.msg));
   if (status) note_publish_confirmed();
   completions_->post(p.ex, std::move(p.done), std::move(status));
 }
@@ -124,7 +133,6 @@ void client_impl::send_waiting_locked() {
   while (!waiting_.empty() && in_flight_.size() < options_.max_publish_in_flight && !closed_) {
     auto [id, p] = std::move(waiting_.front());
     waiting_.pop_front();
-    p.sent_at = std::chrono::steady_clock::now();
     auto [it, inserted] = in_flight_.emplace(id, std::move(p));
     if (auto sent = send_publish(id, it->second); !sent) {
       boost::asio::post(it->second.ex, [done = std::move(it->second.done), err = sent.error()] { done(err); });
@@ -161,8 +169,7 @@ void client_impl::sweep() {
     released = expire_barriers_locked(now, unheld);
     // Nobody said "no responders": a subscriber was there, and did not answer in time.
     take_due(directs_, [&](const pending_direct& d) { return d.deadline <= now; }, unanswered);
-    const auto cutoff = now - options_.publish_timeout;
-    take_due(in_flight_, [&](const pending_publish& p) { return p.sent_at <= cutoff; }, expired);
+    take_due(in_flight_, [&](pending_publish& p) { return !retry_or_keep_locked(p, now); }, expired);
     send_waiting_locked();
     arm_sweep();
   }
@@ -175,6 +182,35 @@ void client_impl::sweep() {
     err.kind = bus_errc::timeout;
     boost::asio::post(p.ex, [done = std::move(p.done), err = std::move(err)] { done(err); });
   }
+}
+
+// With mutex_ held: false when `p` is over (never answered within publish_timeout); else it
+// stays in flight, sent again first when its retry is due or its latest attempt went unanswered.
+bool client_impl::retry_or_keep_locked(pending_publish& p, std::chrono::steady_clock::time_point now) {
+  const bool retry_due = p.retry_at != std::chrono::steady_clock::time_point{} && p.retry_at <= now;
+  const auto attempt = retry_publishes_ ? options_.publish_attempt_timeout : options_.publish_timeout;
+  if (!retry_due && now - p.sent_at < attempt) return true;
+  if (now - p.first_sent_at >= options_.publish_timeout) return false;
+  p.retry_at = {};
+  p.sent_at = now;
+  if (p.msg) natsConnection_PublishMsg(conn_.get(), p.msg.get());  // a failed send is the next attempt's
+  return true;
+}
+
+// nats thread: nobody serves the publish's subject at the moment (a stream without a leader).
+void client_impl::retry_publish(std::uint64_t id, const std::string& why) {
+  {
+    std::lock_guard lock{mutex_};
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end()) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now + retry_pause - it->second.first_sent_at < options_.publish_timeout) {
+      it->second.retry_at = now + retry_pause;
+      arm_sweep();
+      return;
+    }
+  }
+  complete_publish(id, failure("publish", why));
 }
 
 void client_impl::fail_all_publishes(const std::string& why) {

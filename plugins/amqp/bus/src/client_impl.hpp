@@ -199,7 +199,10 @@ class client_impl final : public client {
     std::string body;
     boost::asio::any_io_executor ex;
     std::function<void(bus_status)> done;
-    std::chrono::steady_clock::time_point sent_at{};
+    std::chrono::steady_clock::time_point first_sent_at{};
+    std::chrono::steady_clock::time_point sent_at{};   // the latest attempt
+    std::chrono::steady_clock::time_point retry_at{};  // set: send again then (retry_publish)
+    msg_ptr msg;                                       // kept for a retry while retries are on
   };
   struct pending_direct {  // a direct publish waiting to hear whether anyone received it
     boost::asio::any_io_executor ex;
@@ -222,6 +225,10 @@ class client_impl final : public client {
 
   // A blocking JetStream API request: `$JS.API.<api>` with a JSON body.
   bus_result<json> api(std::string_view step, const std::string& api_subject, const json& body);
+  // Blocking, on the control connection. A request nobody answers at the moment ("no
+  // responders": a stream, the bucket or the meta layer electing a leader) is made again, 100 ms
+  // apart, within the request timeout; the last status is returned.
+  natsStatus request_through_elections(const std::function<natsStatus(int timeout_ms)>& attempt);
   bus_result<connection_ptr> connect(const std::string& step, const std::string& name, bool send_at_once);
   int request_timeout_ms() const;
   int remaining_ms() const;  // until options_.deadline, at least 1
@@ -256,6 +263,8 @@ class client_impl final : public client {
   void complete_direct(std::uint64_t id, bool received);
   void send_waiting_locked();
   bus_status send_publish(std::uint64_t id, pending_publish& p);
+  void retry_publish(std::uint64_t id, const std::string& why);
+  bool retry_or_keep_locked(pending_publish& p, std::chrono::steady_clock::time_point now);
   void nak_answered(std::uint64_t id);
   void send_nak(std::uint64_t id, const std::string& reply);
   void release_gate_locked(const std::string& queue, std::vector<std::pair<std::uint64_t, std::string>>& out);
@@ -306,6 +315,7 @@ class client_impl final : public client {
   std::shared_ptr<completion_queue> completions_ = std::make_shared<completion_queue>();
   msg_batch_release released_;  // sent messages, pub acks and deliveries
 
+  bool retry_publishes_ = false;  // replicas_ > 1: a stream leader may fail over (client_options)
   std::atomic<std::uint64_t> next_id_{1};
   std::atomic<bool> closed_{false};
 };

@@ -48,8 +48,9 @@ std::vector<std::string> split_servers(const std::string& url) {
 }  // namespace
 
 const char* const no_jetstream_text =
-    "JetStream is not enabled on the bus (nothing answers $JS.API): start nats-server with -js "
-    "or enable jetstream in its configuration";
+    "nothing answers $JS.API, not even after the request timeout: JetStream is not enabled on the bus "
+    "(start nats-server with -js or enable jetstream in its configuration), or its cluster has no "
+    "leader (retry once it has elected one)";
 
 client_impl::client_impl(client_options options)
     : options_(std::move(options)),
@@ -118,6 +119,7 @@ bus_status client_impl::dial() {
     return failure(step, "connected only after the startup deadline had passed");
   max_payload_ = natsConnection_GetMaxPayload(conn_.get());
   replicas_ = options_.replicas > 0 ? options_.replicas : std::min(3, known_servers(control_.get()));
+  retry_publishes_ = replicas_ > 1;
 
   jsCtx* js = nullptr;
   if (natsStatus s = natsConnection_JetStream(&js, control_.get(), nullptr); s != NATS_OK) return nats_failure(step, s);
@@ -180,14 +182,28 @@ bus_result<json> client_impl::api(std::string_view step, const std::string& api_
                                   const json& body) {
   if (closed_) return failure(step, "bus client is closed");
   const std::string payload = body.is_null() ? std::string{} : body.dump();
+  const std::string subject = "$JS.API." + api_subject;
   natsMsg* raw = nullptr;
-  natsStatus s = natsConnection_Request(&raw, control_.get(), ("$JS.API." + api_subject).c_str(),
-                                        payload.data(), static_cast<int>(payload.size()),
-                                        request_timeout_ms());
+  natsStatus s = request_through_elections([&](int timeout_ms) {
+    natsMsg_Destroy(std::exchange(raw, nullptr));  // an earlier attempt's, if any
+    return natsConnection_Request(&raw, control_.get(), subject.c_str(), payload.data(),
+                                  static_cast<int>(payload.size()), timeout_ms);
+  });
   msg_ptr reply{raw};
   if (s == NATS_NO_RESPONDERS) return failure(step, no_jetstream_text);
   if (s != NATS_OK) return nats_failure(step, s);
   return parse_api_reply(step, reply.get());
+}
+
+natsStatus client_impl::request_through_elections(const std::function<natsStatus(int timeout_ms)>& attempt) {
+  constexpr auto pause = std::chrono::milliseconds{100};
+  const auto deadline = std::chrono::steady_clock::now() + options_.request_timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const natsStatus s = attempt(static_cast<int>(std::max<std::int64_t>(1, left.count())));
+    if (s != NATS_NO_RESPONDERS || left <= pause || closed_) return s;
+    std::this_thread::sleep_for(pause);
+  }
 }
 
 void client_impl::on_reconnected(natsConnection*, void* closure) {

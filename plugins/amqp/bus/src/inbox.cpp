@@ -288,10 +288,12 @@ void client_impl::route_inbox(natsMsg* msg) {
   if (subject[0] == 'n') return nak_answered(id);
   if (subject[0] == 'r') return complete_direct(id, !natsMsg_IsNoResponders(msg));
   if (subject[0] != 'a') return;
+  const auto no_stream = [] {
+    return std::string{"no JetStream stream stores this subject: is stream "} + stream_name + " still there?";
+  };
+  if (natsMsg_IsNoResponders(msg) && retry_publishes_) return retry_publish(id, no_stream());
   complete_publish(id, [&]() -> bus_status {
-    if (natsMsg_IsNoResponders(msg))
-      return failure("publish", std::string{"no JetStream stream stores this subject: is stream "} +
-                                    stream_name + " still there?");
+    if (natsMsg_IsNoResponders(msg)) return failure("publish", no_stream());
     if (plain_pub_ack(msg)) return bus_ok();
     auto ack = parse_api_reply("publish", msg);
     if (!ack) return ack.error();

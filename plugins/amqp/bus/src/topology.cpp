@@ -184,9 +184,15 @@ bus_result<std::uint64_t> client_impl::kv_put_expecting(const std::string& step,
     s = natsMsgHeader_Set(msg.get(), "Nats-Expected-Last-Subject-Sequence", std::to_string(expected).c_str());
   if (s != NATS_OK) return nats_failure(step, s);
   natsMsg* reply_raw = nullptr;
-  s = natsConnection_RequestMsg(&reply_raw, control_.get(), msg.get(), request_timeout_ms());
+  s = request_through_elections(
+      [&](int timeout_ms) {
+        natsMsg_Destroy(std::exchange(reply_raw, nullptr));  // an earlier attempt's, if any
+        return natsConnection_RequestMsg(&reply_raw, control_.get(), msg.get(), timeout_ms);
+      });
   msg_ptr reply{reply_raw};
-  if (s == NATS_NO_RESPONDERS) return failure(step, "no bucket captures the key (bucket deleted?)");
+  if (s == NATS_NO_RESPONDERS)
+    return failure(step, "nothing stores the key, not even after the request timeout: the bucket is electing a "
+                         "leader (retry) or was deleted");
   if (s != NATS_OK) return nats_failure(step, s);
   auto ack = parse_api_reply(step, reply.get());
   if (!ack) return ack.error();

@@ -50,6 +50,16 @@ config_result read_config(const env_lookup& env) {
     if (!value) return refusal("CLOUD_AMQP_REPLICAS", *replicas, "a replica count from 1 to 5");
     config.replicas = static_cast<int>(*value);
   }
+  if (auto timeout = env("CLOUD_AMQP_PUBLISH_TIMEOUT")) {
+    auto value = parse_unsigned(*timeout, 1, 120);
+    if (!value) return refusal("CLOUD_AMQP_PUBLISH_TIMEOUT", *timeout, "whole seconds from 1 to 120");
+    config.publish_timeout = std::chrono::seconds{*value};
+  }
+  if (auto timeout = env("CLOUD_AMQP_BUS_TIMEOUT")) {
+    auto value = parse_unsigned(*timeout, 1, 300);
+    if (!value) return refusal("CLOUD_AMQP_BUS_TIMEOUT", *timeout, "whole seconds from 1 to 300");
+    config.bus_timeout = std::chrono::seconds{*value};
+  }
   return config;
 }
 

@@ -20,6 +20,12 @@ struct server_config {
   // CLOUD_AMQP_REPLICAS (1..5) for the stream, the bucket and, inherited, the queue consumers.
   // Unset: 1 on the embedded server, else the smaller of 3 and the bus's cluster size.
   std::optional<int> replicas;
+  // CLOUD_AMQP_PUBLISH_TIMEOUT (seconds, 1..120): a publish the bus has not stored by then is
+  // nacked; on a replicated stream it is sent again meanwhile (a leader failing over). At most
+  // the stream's two-minute duplicate window, within which a retry is stored once.
+  std::chrono::seconds publish_timeout{30};
+  // CLOUD_AMQP_BUS_TIMEOUT (seconds, 1..300): each bus request (a declare, a count, a get).
+  std::chrono::seconds bus_timeout{5};
 };
 
 // Looks a variable up; nullopt when unset.

@@ -104,6 +104,8 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
                                "CLOUD_PUBSUB_URL at a cluster or unset CLOUD_AMQP_REPLICAS");
     }
     options.replicas = cfg.replicas.value_or(embedded ? 1 : 0);
+    options.publish_timeout = cfg.publish_timeout;
+    options.request_timeout = cfg.bus_timeout;
     auto opened = bus::client::open(options);
     if (!opened) return failed("bus", opened.error().text);
     bus_ = std::move(*opened);

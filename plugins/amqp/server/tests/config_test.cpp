@@ -35,6 +35,8 @@ TEST_CASE("defaults: loopback, 5672, no creds, 30 s handshake") {
   CHECK(c.pubsub_creds.empty());
   CHECK(c.handshake_timeout == std::chrono::seconds(30));
   CHECK_FALSE(c.replicas);  // decided by the bus: 1 embedded, else up to 3
+  CHECK(c.publish_timeout == std::chrono::seconds(30));
+  CHECK(c.bus_timeout == std::chrono::seconds(5));
 }
 
 TEST_CASE("every variable is read") {
@@ -44,7 +46,9 @@ TEST_CASE("every variable is read") {
                                {"CLOUD_AMQP_PORT", "15672"},
                                {"CLOUD_AMQP_PUBSUB_CREDS", creds.string()},
                                {"CLOUD_AMQP_HANDSHAKE_TIMEOUT", "3"},
-                               {"CLOUD_AMQP_REPLICAS", "5"}}));
+                               {"CLOUD_AMQP_REPLICAS", "5"},
+                               {"CLOUD_AMQP_PUBLISH_TIMEOUT", "120"},
+                               {"CLOUD_AMQP_BUS_TIMEOUT", "1"}}));
   std::filesystem::remove(creds);
   REQUIRE(std::holds_alternative<server_config>(r));
   const auto& c = std::get<server_config>(r);
@@ -53,6 +57,21 @@ TEST_CASE("every variable is read") {
   CHECK(c.pubsub_creds == creds.string());
   CHECK(c.handshake_timeout == std::chrono::seconds(3));
   CHECK(c.replicas == 5);
+  CHECK(c.publish_timeout == std::chrono::seconds(120));
+  CHECK(c.bus_timeout == std::chrono::seconds(1));
+}
+
+TEST_CASE("the bus's bounds outside their ranges are refused naming the variable and the value") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"CLOUD_AMQP_PUBLISH_TIMEOUT", "0"}, {"CLOUD_AMQP_PUBLISH_TIMEOUT", "121"},
+      {"CLOUD_AMQP_BUS_TIMEOUT", "0"},     {"CLOUD_AMQP_BUS_TIMEOUT", "5s"},
+  };
+  for (const auto& [variable, value] : cases) {
+    CAPTURE(variable);
+    CAPTURE(value);
+    const auto text = refusal_of(read_config(env_of({{variable, value}})));
+    CHECK(text.find(std::string(variable) + "='" + value + "' is not valid: expected whole seconds") == 0);
+  }
 }
 
 TEST_CASE("a replica count outside 1..5 is refused naming the variable and the value") {

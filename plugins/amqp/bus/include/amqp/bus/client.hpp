@@ -43,7 +43,11 @@ struct client_options {
   // Additions (defaults keep the brief's behaviour):
   std::string connection_name = "cloud-amqp";
   std::size_t max_publish_in_flight = 4096;  // un-acked publishes on the wire (see publish)
-  std::chrono::milliseconds publish_timeout{10000};  // no pub-ack by then → done(error)
+  std::chrono::milliseconds publish_timeout{30000};  // no pub-ack by then → done(error)
+  // On a replicated stream (replicas > 1) a publish not answered within this, or answered "no
+  // responders" (its stream electing a leader), is sent again until publish_timeout has passed
+  // since the first send; each publish carries a Nats-Msg-Id, so the stream stores it once.
+  std::chrono::milliseconds publish_attempt_timeout{2000};
   std::chrono::milliseconds request_timeout{5000};   // each blocking JetStream API call
   int worker_threads = 2;                             // the run_blocking pool
   // The bus started with this process (pubsub's embedded server): deliveries still awaiting an
