@@ -40,25 +40,24 @@ config_result read_config(const env_lookup& env) {
     }
     config.pubsub_creds = *creds;
   }
-  if (auto timeout = env("CLOUD_AMQP_HANDSHAKE_TIMEOUT")) {
-    auto value = parse_unsigned(*timeout, 1, 3600);
-    if (!value) return refusal("CLOUD_AMQP_HANDSHAKE_TIMEOUT", *timeout, "whole seconds from 1 to 3600");
-    config.handshake_timeout = std::chrono::seconds{*value};
+  const struct {
+    const char* variable;
+    std::uint64_t most;
+    std::chrono::seconds& field;
+  } durations[] = {{"CLOUD_AMQP_HANDSHAKE_TIMEOUT", 3600, config.handshake_timeout},
+                   {"CLOUD_AMQP_PUBLISH_TIMEOUT", 120, config.publish_timeout},
+                   {"CLOUD_AMQP_BUS_TIMEOUT", 300, config.bus_timeout}};
+  for (const auto& d : durations) {
+    auto text = env(d.variable);
+    if (!text) continue;
+    auto value = parse_unsigned(*text, 1, d.most);
+    if (!value) return refusal(d.variable, *text, "whole seconds from 1 to " + std::to_string(d.most));
+    d.field = std::chrono::seconds{*value};
   }
   if (auto replicas = env("CLOUD_AMQP_REPLICAS")) {
     auto value = parse_unsigned(*replicas, 1, 5);
     if (!value) return refusal("CLOUD_AMQP_REPLICAS", *replicas, "a replica count from 1 to 5");
     config.replicas = static_cast<int>(*value);
-  }
-  if (auto timeout = env("CLOUD_AMQP_PUBLISH_TIMEOUT")) {
-    auto value = parse_unsigned(*timeout, 1, 120);
-    if (!value) return refusal("CLOUD_AMQP_PUBLISH_TIMEOUT", *timeout, "whole seconds from 1 to 120");
-    config.publish_timeout = std::chrono::seconds{*value};
-  }
-  if (auto timeout = env("CLOUD_AMQP_BUS_TIMEOUT")) {
-    auto value = parse_unsigned(*timeout, 1, 300);
-    if (!value) return refusal("CLOUD_AMQP_BUS_TIMEOUT", *timeout, "whole seconds from 1 to 300");
-    config.bus_timeout = std::chrono::seconds{*value};
   }
   return config;
 }
