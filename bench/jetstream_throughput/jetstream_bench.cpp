@@ -1,5 +1,5 @@
 // The same two measurements as amqp_bench, straight on JetStream with nats.c:
-//   --mode publish: a file-storage stream on --subject, asynchronous publishes with at most
+//   --mode publish: a file-storage stream on --subject (--replicas, default 1), asynchronous publishes with at most
 //                   --window awaiting their ack; timed to the last ack.
 //   --mode consume: a durable pull consumer, fetches of --batch, each message acked; timed
 //                   from the first fetch to the last ack; the stream is deleted afterwards.
@@ -54,7 +54,7 @@ context jetstream(natsConnection* nc, std::uint64_t window) {
   return context(raw, jsCtx_Destroy);
 }
 
-void add_stream(jsCtx* js, const std::string& stream, const std::string& subject) {
+void add_stream(jsCtx* js, const std::string& stream, const std::string& subject, int replicas) {
   jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);
   const char* subjects[] = {subject.c_str()};
@@ -62,12 +62,14 @@ void add_stream(jsCtx* js, const std::string& stream, const std::string& subject
   cfg.Subjects = subjects;
   cfg.SubjectsLen = 1;
   cfg.Storage = js_FileStorage;
+  cfg.Replicas = replicas;
   jsErrCode err = static_cast<jsErrCode>(0);
   check(js_AddStream(nullptr, js, &cfg, nullptr, &err), "add stream " + stream + " (" + std::to_string(err) + ")");
 }
 
-void publish(jsCtx* js, const std::string& stream, const std::string& subject, std::uint64_t n, std::size_t size) {
-  add_stream(js, stream, subject);
+void publish(jsCtx* js, const std::string& stream, const std::string& subject, std::uint64_t n, std::size_t size,
+             int replicas) {
+  add_stream(js, stream, subject, replicas);
   std::string body(size, 'x');
   auto start = bench::clock::now();
   for (std::uint64_t i = 0; i < n; ++i) {
@@ -114,12 +116,14 @@ int main(int argc, char** argv) {
     bench::options o(argc, argv,
                      {{"url", "nats://127.0.0.1:4222"}, {"mode", "publish"}, {"messages", "50000"},
                       {"size", "100"}, {"window", "256"}, {"batch", "100"}, {"stream", "BENCH"},
-                      {"subject", "bench.msgs"}});
+                      {"subject", "bench.msgs"}, {"replicas", "1"}});
+    if (o.number("replicas") < 1 || o.number("replicas") > 5) throw std::invalid_argument("--replicas is 1 to 5");
     if (o.number("batch") > 10000) throw std::invalid_argument("--batch is at most 10000");
     auto nc = connect(o.text("url"));
     auto js = jetstream(nc.get(), o.number("window"));
     if (o.text("mode") == "publish") {
-      publish(js.get(), o.text("stream"), o.text("subject"), o.number("messages"), o.number("size"));
+      publish(js.get(), o.text("stream"), o.text("subject"), o.number("messages"), o.number("size"),
+              static_cast<int>(o.number("replicas")));
     } else if (o.text("mode") == "consume") {
       consume(js.get(), o.text("stream"), o.text("subject"), o.number("messages"),
               static_cast<int>(o.number("batch")));
