@@ -339,6 +339,17 @@ class OneCloudTest(unittest.TestCase):
         cls.cloud.__exit__(None, None, None)
 
 
+def stop_process(proc):
+    """TERM a process this harness started, KILL it after 10 s; reaped either way."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class NatsServer:
     """A nats-server of the test's own (for CLOUD_PUBSUB_URL), stopped by PID. `binary`: which
     one (default NATS_SERVER, the server this test runs on)."""
@@ -360,13 +371,7 @@ class NatsServer:
         return self
 
     def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         shutil.rmtree(self.tmp, ignore_errors=True)
         return False
 
@@ -487,14 +492,8 @@ class NatsCluster:
 
     def __exit__(self, *exc):
         for node in self.nodes:
-            proc = node["proc"]
-            if proc is not None and proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            if node["proc"] is not None:
+                stop_process(node["proc"])
             node["proc"] = None
         shutil.rmtree(self.tmp, ignore_errors=True)
         return False

@@ -168,7 +168,9 @@ status pubsub_plugin::launch(plugin_api::host_services& host, config c) {
                                 "-c", conf.string()};
   spec_ = launch_spec{c, *binary, std::move(args)};
   server_info info;
-  if (auto e = start_child(give_up_at(host.startup_deadline()), info); !e.empty()) {
+  if (auto e = start_child(give_up_at(host.startup_deadline()),
+                           "within the startup window (CLOUD_STARTUP_TIMEOUT: raise it)", info);
+      !e.empty()) {
     spec_.reset();
     return status::error(e);
   }
@@ -188,7 +190,7 @@ status pubsub_plugin::launch(plugin_api::host_services& host, config c) {
   return status::ok();
 }
 
-std::string pubsub_plugin::start_child(clock::time_point deadline, server_info& info) {
+std::string pubsub_plugin::start_child(clock::time_point deadline, const std::string& window, server_info& info) {
   child_ = std::make_unique<child_process>();
   auto started = child_->start(
       spec_->binary, spec_->args, [this](const std::string& how) { on_child_exit(how); },
@@ -197,7 +199,7 @@ std::string pubsub_plugin::start_child(clock::time_point deadline, server_info& 
     child_.reset();
     return started + "; check NATS_SERVER_BIN";
   }
-  if (auto e = wait_ready(spec_->c, deadline, info); !e.empty()) {
+  if (auto e = wait_ready(deadline, window, info); !e.empty()) {
     const auto message = failure(e);
     child_->stop(std::chrono::milliseconds{200});  // then KILL: a server that failed to start holds nothing
     child_.reset();
@@ -206,17 +208,18 @@ std::string pubsub_plugin::start_child(clock::time_point deadline, server_info& 
   return {};
 }
 
-std::string pubsub_plugin::wait_ready(const config& c, clock::time_point deadline, server_info& info) {
+std::string pubsub_plugin::wait_ready(clock::time_point deadline, const std::string& window, server_info& info) {
+  const auto& c = spec_->c;
   const auto host = dial_host(c.host);
-  std::string last = "no attempt made (the startup window was already over)";
+  std::string last = "no attempt made (its window was already over)";
   while (clock::now() < deadline && !stopping_) {
     if (auto how = child_->exit_description()) return "nats-server " + *how + " during startup";
     last = probe_jetstream(host, c.port, std::min(until(deadline), std::chrono::milliseconds{1000}), &info);
     if (last.empty()) return {};
     std::this_thread::sleep_for(std::chrono::milliseconds{50});
   }
-  return "nats-server did not become ready on " + url_of(c.host, c.port) +
-         " within the startup window (last probe: " + last + "); raise CLOUD_STARTUP_TIMEOUT";
+  return "nats-server did not become ready on " + url_of(c.host, c.port) + " " + window +
+         " (last probe: " + last + ")";
 }
 
 std::string pubsub_plugin::failure(const std::string& what) const {
@@ -280,7 +283,8 @@ void pubsub_plugin::restart(const std::string& how) {
     if (!pause_before_restart(pause)) return;
     pause = std::min(pause * 2, longest_restart_pause);
     server_info info;
-    last = start_child(clock::now() + restart_ready_window, info);
+    last = start_child(clock::now() + restart_ready_window,
+                       "within a restart's " + std::to_string(restart_ready_window.count()) + " s", info);
     {
       // A child that died while starting was reaped inside start_child, its exit reported by
       // then: this attempt has answered for it.

@@ -33,10 +33,11 @@ class pubsub_plugin final : public plugin_api::plugin {
   plugin_api::status mount_checked(plugin_api::host_services& host);
   plugin_api::status use_external(plugin_api::host_services& host, const config& c);
   plugin_api::status launch(plugin_api::host_services& host, config c);
-  // "" once the child runs and JetStream answers, `info` holding the server's INFO (its
-  // version); else why not, with the child stopped.
-  std::string start_child(std::chrono::steady_clock::time_point deadline, server_info& info);
-  std::string wait_ready(const config& c, std::chrono::steady_clock::time_point deadline, server_info& info);
+  // "" once the child runs and JetStream answers by `deadline`, `info` holding the server's INFO
+  // (its version); else why not, with the child stopped. `window` names the deadline and its
+  // remedy for that message.
+  std::string start_child(std::chrono::steady_clock::time_point deadline, const std::string& window, server_info& info);
+  std::string wait_ready(std::chrono::steady_clock::time_point deadline, const std::string& window, server_info& info);
   std::string failure(const std::string& what) const;  // `what` plus the child's last output
 
   // Restarts (on their own thread): the child's exit wakes it; it retries with a pause that

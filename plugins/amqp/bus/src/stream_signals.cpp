@@ -25,11 +25,10 @@ std::uint64_t pending_of(const json& info) { return info.value("num_pending", st
 
 void client_impl::note_publish_confirmed() { counts_behind_ = true; }
 
-// '~' is not a word character of a name (routing/names.cpp), so no binding's filter matches it.
+// Named after this client's inbox ("_INBOX.<nuid>"). '~' is not a word character of a name
+// (routing/names.cpp), so no binding's filter matches the subject.
 std::string client_impl::probe_name() const { return "~counts-" + inbox_.substr(inbox_.rfind('.') + 1); }
-std::string client_impl::probe_subject() const {
-  return std::string{"amqp.~counts."} + inbox_.substr(inbox_.rfind('.') + 1);
-}
+std::string client_impl::probe_subject() const { return "amqp." + probe_name(); }
 
 bus_status client_impl::catch_up_with_publishes(const std::string& step) {
   std::lock_guard probing{probe_mutex_};
