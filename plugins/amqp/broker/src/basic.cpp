@@ -9,6 +9,7 @@
 #include "amqp/routing/topology.hpp"
 #include "delivery.hpp"
 #include "handler_support.hpp"
+#include "topology_store.hpp"
 
 namespace amqp::broker {
 namespace {
@@ -165,6 +166,19 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   }
 
   void start() {
+    if (!s_.ctx.bus().publishes_uncounted()) return pull();
+    s_.ctx.run_on_bus(
+        wire::basic_get::key, [bus = s_.ctx.bus_ptr()] { return bus->count_publishes(); },
+        [weak = weak_from_this()](bus::bus_status counted) {
+          if (auto self = weak.lock()) self->counted(counted);
+        });
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds no_wait{0};  // the bus's no-wait pull (client.hpp)
+
+  // One no-wait request, on a puller of its own: a request is over once its message came.
+  void pull() {
     std::weak_ptr<get_request> weak = weak_from_this();
     bus::puller_callbacks callbacks;
     callbacks.on_delivery = [weak, bus = s_.ctx.bus_ptr()](bus::delivery d) {
@@ -175,19 +189,11 @@ class get_request final : public std::enable_shared_from_this<get_request> {
       if (auto self = weak.lock()) self->empty(e);
     };
     puller_ = s_.ctx.bus().make_puller(queue_, s_.ctx.executor(), std::move(callbacks));
-    if (!s_.ctx.bus().publishes_uncounted()) return puller_->request(1, no_wait);
-    s_.ctx.run_on_bus(
-        wire::basic_get::key, [bus = s_.ctx.bus_ptr()] { return bus->count_publishes(); },
-        [weak](bus::bus_status counted) {
-          if (auto self = weak.lock()) self->counted(counted);
-        });
+    puller_->request(1, no_wait);
   }
 
- private:
-  static constexpr std::chrono::milliseconds no_wait{0};  // the bus's no-wait pull (client.hpp)
-
   void counted(const bus::bus_status& status) {
-    if (status) return puller_->request(1, no_wait);
+    if (status) return pull();
     auto keep = std::move(s_.get);  // destroys this object when the scope ends
     s_.ctx.fail(wire::reply_code::internal_error,
                 "the bus did not count this channel's publishes for basic.get on queue " + quoted(queue_) + " (" +
@@ -199,13 +205,23 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   // count (what the server never delivered) leaves out: the queue is counted first, as a passive
   // declare counts it, with this message already held.
   void got(bus::delivery d) {
+    if (!s_.ctx.state().holds(queue_, d)) {
+      // Not routed here (a binding's window leaves it out): acked unseen, and the next one asked
+      // for once this puller's callback is over.
+      s_.ctx.bus().ack(d.reply);
+      boost::asio::post(s_.ctx.executor(), [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->pull();
+      });
+      return;
+    }
     taken_ = std::move(d);
     s_.ctx.run_on_bus(
-        wire::basic_get::key, [bus = s_.ctx.bus_ptr(), queue = queue_] { return bus->queue_info(queue); },
-        [weak = weak_from_this()](bus::bus_result<bus::queue_info> info) {
+        wire::basic_get::key, [b = &s_.ctx.state(), queue = queue_] { return store::pending_messages(*b, queue); },
+        [weak = weak_from_this()](std::variant<std::uint64_t, store::failure> count) {
           auto self = weak.lock();
           if (!self || !self->taken_) return;
-          self->hand_over(info ? info->ready() : self->taken_->pending);
+          auto* remaining = std::get_if<std::uint64_t>(&count);
+          self->hand_over(remaining ? *remaining : self->taken_->pending);
         });
   }
 

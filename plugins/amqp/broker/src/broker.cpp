@@ -39,7 +39,8 @@ broker::broker(boost::asio::io_context& io, std::shared_ptr<bus::client> bus, se
       bus_(std::move(bus)),
       settings_(std::move(s)),
       node_(settings_.node_name.empty() ? process_node_name() : settings_.node_name),
-      mirror_strand_(boost::asio::make_strand(io)) {}
+      mirror_strand_(boost::asio::make_strand(io)),
+      narrow_timer_(mirror_strand_) {}
 
 broker::~broker() { watch_.stop(); }
 
@@ -55,6 +56,10 @@ void broker::warn(std::string_view text) const {
 
 std::vector<std::string> broker::filters_of(const std::string& queue) const {
   return read_topology([&](const routing::topology& t) { return t.queue_filters(queue); });
+}
+
+bool broker::holds(const std::string& queue, const bus::delivery& d) const {
+  return read_topology([&](const routing::topology& t) { return t.admits(queue, d.subject, d.stream_seq); });
 }
 
 void broker::apply_entry(const std::string& key, const std::optional<std::string>& value,
@@ -128,6 +133,47 @@ void broker::open() {
   if (!watch) throw std::runtime_error("topology watch on bucket amqp: " + watch.error().text);
   watch_ = std::move(*watch);
   sweep_leftovers();
+  boost::asio::post(mirror_strand_, [weak] {
+    if (auto self = weak.lock()) self->narrow_windows_soon();
+  });
+}
+
+void broker::narrow_windows_soon() {
+  if (narrowing_stopped_) return;
+  narrow_timer_.expires_after(std::chrono::seconds(1));
+  narrow_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (!self || ec || self->narrowing_stopped_) return;
+    auto queues = self->read_topology([](const routing::topology& t) { return t.windowed_queues(); });
+    if (queues.empty()) return self->narrow_windows_soon();
+    boost::asio::post(self->bus_executor(), [self, queues = std::move(queues)] {
+      self->narrow_windows(queues);
+      boost::asio::post(self->mirror_strand_, [self] { self->narrow_windows_soon(); });
+    });
+  });
+}
+
+// A queue whose consumer does not move (nobody consumes it) is looked at less and less often,
+// from every second up to every 32 s; one that narrowed, or is new here, every second.
+void broker::narrow_windows(const std::vector<std::string>& queues) {
+  constexpr int slowest = 32;
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(narrowing_, [&](const auto& entry) {
+    return !std::binary_search(queues.begin(), queues.end(), entry.first);
+  });
+  for (const auto& queue : queues) {
+    if (narrowing_stopped_) return;
+    auto& pace = narrowing_[queue];
+    if (now < pace.due) continue;
+    auto narrowed = store::narrow_windows(*this, queue);
+    if (auto* failed = std::get_if<store::failure>(&narrowed)) {
+      warn("narrowing the routes of queue '" + queue + "' to what its consumer has not passed: " + failed->text +
+           " (tried again in a second)");
+    }
+    const bool again_soon = !std::holds_alternative<bool>(narrowed) || std::get<bool>(narrowed);
+    pace.seconds = again_soon ? 1 : std::min(slowest, pace.seconds * 2);
+    pace.due = now + std::chrono::seconds(pace.seconds);
+  }
 }
 
 void broker::sweep_leftovers() {
@@ -146,6 +192,7 @@ void broker::sweep_leftovers() {
 }
 
 void broker::stop() {
+  narrowing_stopped_ = true;
   std::set<std::string> keys;
   {
     std::lock_guard lock(owners_mutex_);

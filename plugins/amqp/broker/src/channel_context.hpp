@@ -12,7 +12,10 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -66,6 +69,9 @@ class broker : public std::enable_shared_from_this<broker> {
   // The queue's filters as its bus consumer is asked for them (normalized queue_filters, the
   // default binding included). Empty when the queue is not in the mirror.
   std::vector<std::string> filters_of(const std::string& queue) const;
+  // Was this delivery routed to the queue? Its consumer also reads what a binding's window
+  // leaves out (routing::topology::admits): such a delivery is acked unseen.
+  bool holds(const std::string& queue, const bus::delivery& d) const;
 
   // ---- exclusive queues (owned by one connection of THIS process; see broker.cpp on replicas)
   std::optional<std::uint64_t> exclusive_owner(const std::string& queue) const;
@@ -149,6 +155,10 @@ class broker : public std::enable_shared_from_this<broker> {
   void notify_deleted(const std::string& queue,
                       std::vector<std::weak_ptr<channel_context>> channels);
   void sweep_leftovers();
+  // Once a second, off the io threads, the windowed queues' routes are narrowed to what their
+  // consumers have not passed (store::narrow_windows), so that delivery soon costs nothing again.
+  void narrow_windows_soon();
+  void narrow_windows(const std::vector<std::string>& queues);
 
   boost::asio::io_context& io_;
   std::shared_ptr<bus::client> bus_;
@@ -162,6 +172,13 @@ class broker : public std::enable_shared_from_this<broker> {
   bus::topology_watch watch_;
   std::vector<std::string> leftovers_;  // this node's transient keys seen in the replay
   std::vector<std::string> pending_warnings_;  // collected under the lock, logged after it
+  boost::asio::steady_timer narrow_timer_;     // on mirror_strand_
+  struct narrowing_pace {
+    std::chrono::steady_clock::time_point due{};
+    int seconds = 1;
+  };
+  std::map<std::string, narrowing_pace> narrowing_;  // touched only by one narrowing round at a time
+  std::atomic<bool> narrowing_stopped_{false};
 
   mutable std::mutex owners_mutex_;
   std::map<std::string, std::uint64_t> exclusive_owners_;

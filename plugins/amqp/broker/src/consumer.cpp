@@ -112,6 +112,12 @@ void consumer::on_delivery(bus::delivery d) {
     bus_->nak(d.reply);  // the channel is gone: back to the queue at once, never dropped
     return;
   }
+  if (!channel_->ctx.state().holds(options_.queue, d)) {
+    bus_->ack(d.reply);
+    give(1);
+    pump();
+    return;
+  }
   auto self = shared_from_this();
   deliver(*channel_, options_.tag, options_.no_ack, options_.no_ack ? nullptr : self, std::move(d));
   pump();  // fewer asked for now: the window may have room again

@@ -100,7 +100,7 @@ void with_queue(channel_context& ctx, const std::string& name, wire::method_key 
 // creating it).
 count_or_failure pending_or_heal(broker& b, const std::string& queue) {
   auto info = b.bus().queue_info(queue);
-  if (info) return info->ready();
+  if (info) return store::message_count(b, queue, *info);
   if (info.error().kind != bus::bus_errc::not_found) return store::failure{info.error().text};
   if (auto failed = store::converge_consumer(b, queue)) return *failed;
   return std::uint64_t{0};
@@ -250,39 +250,21 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m) {
                  if (!filters) return refuse(ctx, filters.error(), key);
                  if (auto why = overlap_refusal(ctx, queue, *filters, m.routing_key)) return refuse(ctx, *why, key);
 
-                 const routing::binding wanted{exchange, m.routing_key};
-                 auto add = [wanted](routing::queue_def& def) {
-                   if (std::find(def.bindings.begin(), def.bindings.end(), wanted) != def.bindings.end()) {
-                     return false;
-                   }
-                   def.bindings.push_back(wanted);
-                   return true;
-                 };
-                 ctx.state().write_topology([&](routing::topology& t) {
-                   if (const auto* def = t.find_queue(queue)) {
-                     auto copy = *def;
-                     if (add(copy)) t.put_queue(queue, std::move(copy));
-                   }
-                   return true;
-                 });
+                 // A binding routes what is published after it, this channel's earlier publishes
+                 // not. The mirror learns it from the bucket write, with its window.
                  broker* b = &ctx.state();
-                 ctx.run_on_bus(
-                     key,
-                     [b, queue, add]() -> std::variant<store::update_status, store::failure> {
-                       auto updated = store::update_queue(*b, queue, add);
-                       if (std::holds_alternative<store::failure>(updated)) return updated;
-                       if (std::get<store::update_status>(updated) == store::update_status::absent) return updated;
-                       if (auto failed = store::converge_consumer(*b, queue)) return *failed;
-                       return updated;
-                     },
-                     [&ctx, queue, no_wait = m.no_wait](std::variant<store::update_status, store::failure> r) {
-                       if (auto* f = std::get_if<store::failure>(&r)) return bus_failed(ctx, *f, key);
-                       if (std::get<store::update_status>(r) == store::update_status::absent) {
-                         return no_queue(ctx, queue, key);  // deleted meanwhile
-                       }
-                       if (!no_wait) ctx.reply(wire::queue_bind_ok{});
-                       ctx.finish();
-                     });
+                 ctx.basic().after_publishes([&ctx, b, queue, exchange, m] {
+                   ctx.run_on_bus(
+                       key, [b, queue, exchange, m] { return store::add_binding(*b, queue, exchange, m.routing_key); },
+                       [&ctx, queue, no_wait = m.no_wait](std::variant<store::update_status, store::failure> r) {
+                         if (auto* f = std::get_if<store::failure>(&r)) return bus_failed(ctx, *f, key);
+                         if (std::get<store::update_status>(r) == store::update_status::absent) {
+                           return no_queue(ctx, queue, key);  // deleted meanwhile
+                         }
+                         if (!no_wait) ctx.reply(wire::queue_bind_ok{});
+                         ctx.finish();
+                       });
+                 });
                });
   });
 }
@@ -307,41 +289,18 @@ void on_queue_unbind(channel_context& ctx, wire::queue_unbind m) {
                    return ctx.fail(wire::reply_code::not_found,
                                    "no exchange " + quoted(exchange) + " in vhost '/'", key);
                  }
-                 const routing::binding gone{exchange, m.routing_key};
-                 auto remove = [gone](routing::queue_def& def) {
-                   auto before = def.bindings.size();
-                   std::erase(def.bindings, gone);
-                   return def.bindings.size() != before;
-                 };
-                 ctx.state().write_topology([&](routing::topology& t) {
-                   if (const auto* def = t.find_queue(queue)) {
-                     auto copy = *def;
-                     if (remove(copy)) t.put_queue(queue, std::move(copy));
-                   }
-                   return true;
-                 });
                  broker* b = &ctx.state();
-                 // Unbinding what is not bound succeeds, as in RabbitMQ.
-                 ctx.run_on_bus(
-                     key,
-                     [b, queue, exchange, remove]() -> std::optional<store::failure> {
-                       bool removed = false;  // by the attempt that was written
-                       auto updated = store::update_queue(
-                           *b, queue, [&](routing::queue_def& def) { return removed = remove(def); });
-                       if (auto* f = std::get_if<store::failure>(&updated)) return *f;
-                       if (std::get<store::update_status>(updated) == store::update_status::absent) {
-                         return std::nullopt;
-                       }
-                       if (auto failed = store::converge_consumer(*b, queue)) return failed;
-                       // An auto-delete exchange goes with its last binding (RabbitMQ).
-                       if (!removed) return std::nullopt;
-                       return store::reap_auto_delete_exchanges(*b, {exchange});
-                     },
-                     [&ctx](std::optional<store::failure> failed) {
-                       if (failed) return bus_failed(ctx, *failed, key);
-                       ctx.reply(wire::queue_unbind_ok{});
-                       ctx.finish();
-                     });
+                 // Unbinding what is not bound succeeds, as in RabbitMQ. What this channel
+                 // published before stays routed through the binding.
+                 ctx.basic().after_publishes([&ctx, b, queue, exchange, m] {
+                   ctx.run_on_bus(
+                       key, [b, queue, exchange, m] { return store::remove_binding(*b, queue, exchange, m.routing_key); },
+                       [&ctx](std::optional<store::failure> failed) {
+                         if (failed) return bus_failed(ctx, *failed, key);
+                         ctx.reply(wire::queue_unbind_ok{});
+                         ctx.finish();
+                       });
+                 });
                });
   });
 }
@@ -356,11 +315,7 @@ void on_queue_purge(channel_context& ctx, wire::queue_purge m) {
     ctx.basic().after_publishes([&ctx, b, queue, no_wait] {
       ctx.run_on_bus(
           key,
-          [b, queue]() -> count_or_failure {
-            auto purged = b->bus().purge_queue(queue, b->filters_of(queue));
-            if (!purged) return store::failure{purged.error().text};
-            return *purged;
-          },
+          [b, queue] { return store::purge(*b, queue); },
           [&ctx, no_wait](count_or_failure purged) {
             if (auto* f = std::get_if<store::failure>(&purged)) return bus_failed(ctx, *f, key);
             if (!no_wait) ctx.reply(wire::queue_purge_ok{clamp32(std::get<std::uint64_t>(purged))});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -145,6 +146,13 @@ std::optional<failure> converge_consumer(broker& b, const std::string& queue) {
 
 namespace {
 
+// Moves what a binding routed into the queue's retired list (the caller erases the binding).
+void retire(routing::queue_def& def, const routing::binding& x, routing::exchange_kind kind, std::uint64_t until) {
+  auto filters = routing::binding_filters(x.exchange, kind, x.key);
+  if (!filters || until <= x.after) return;  // nothing can have been routed through it
+  def.retired.push_back(routing::retired_binding{std::move(*filters), x.after, until});
+}
+
 // The bucket as it is now, as a topology of its own (the mirror is left alone: its watch
 // still has to see each change to tell consumers of a queue deleted elsewhere).
 std::variant<routing::topology, failure> read_bucket(broker& b) {
@@ -196,20 +204,151 @@ std::variant<bool, failure> exchange_in_use(broker& b, const std::string& exchan
   return std::get<routing::topology>(bucket).has_bindings(exchange);
 }
 
-std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exchange) {
+std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exchange,
+                                              std::optional<routing::exchange_kind> kind) {
   // The bucket's list: bindings another replica wrote a moment ago go too.
   auto bucket = read_bucket(b);
   if (auto* f = std::get_if<failure>(&bucket)) return *f;
-  for (const auto& queue : std::get<routing::topology>(bucket).queues_bound_to(exchange)) {
+  const auto queues = std::get<routing::topology>(bucket).queues_bound_to(exchange);
+  if (queues.empty()) return std::nullopt;
+  auto until = b.bus().last_sequence();
+  if (!until) return from_bus(until.error());
+  for (const auto& queue : queues) {
     auto updated = update_queue(b, queue, [&](routing::queue_def& def) {
       auto before = def.bindings.size();
-      std::erase_if(def.bindings, [&](const routing::binding& x) { return x.exchange == exchange; });
+      std::erase_if(def.bindings, [&](const routing::binding& x) {
+        if (x.exchange != exchange) return false;
+        if (kind) retire(def, x, *kind, *until);
+        return true;
+      });
       return def.bindings.size() != before;
     });
     if (auto* f = std::get_if<failure>(&updated)) return *f;
     if (auto f = converge_consumer(b, queue)) return f;
   }
   return std::nullopt;
+}
+
+std::variant<update_status, failure> add_binding(broker& b, const std::string& queue, const std::string& exchange,
+                                                 const std::string& key) {
+  auto after = b.bus().last_sequence();
+  if (!after) return from_bus(after.error());
+  auto updated = update_queue(b, queue, [&](routing::queue_def& def) {
+    for (const auto& x : def.bindings)
+      if (x.names(exchange, key)) return false;  // bound already: it keeps its window
+    def.bindings.push_back(routing::binding{exchange, key, *after});
+    return true;
+  });
+  if (std::holds_alternative<failure>(updated) || std::get<update_status>(updated) == update_status::absent)
+    return updated;
+  if (auto failed = converge_consumer(b, queue)) return *failed;
+  // Usually nothing published before the bind is left for the consumer to read: no window then.
+  auto narrowed = narrow_windows(b, queue);
+  if (auto* f = std::get_if<failure>(&narrowed)) return *f;
+  return updated;
+}
+
+std::optional<failure> remove_binding(broker& b, const std::string& queue, const std::string& exchange,
+                                      const std::string& key) {
+  auto until = b.bus().last_sequence();
+  if (!until) return from_bus(until.error());
+  const auto kind = b.read_topology([&](const routing::topology& t) -> std::optional<routing::exchange_kind> {
+    const auto* def = t.find_exchange(exchange);
+    return def ? std::optional{def->kind} : std::nullopt;
+  });
+  bool removed = false;  // by the attempt that was written
+  auto updated = update_queue(b, queue, [&](routing::queue_def& def) {
+    removed = false;
+    std::erase_if(def.bindings, [&](const routing::binding& x) {
+      if (!x.names(exchange, key)) return false;
+      if (kind) retire(def, x, *kind, *until);
+      return removed = true;
+    });
+    return removed;
+  });
+  if (auto* f = std::get_if<failure>(&updated)) return *f;
+  if (std::get<update_status>(updated) == update_status::absent) return std::nullopt;
+  if (auto failed = converge_consumer(b, queue)) return failed;
+  if (!removed) return std::nullopt;
+  // A queue holding nothing the binding routed lets its filters go at once.
+  auto narrowed = narrow_windows(b, queue);
+  if (auto* f = std::get_if<failure>(&narrowed)) return *f;
+  // An auto-delete exchange goes with its last binding (RabbitMQ).
+  return reap_auto_delete_exchanges(b, {exchange});
+}
+
+namespace {
+
+// Has the consumer, at `passed` with nothing outstanding but `info` says, left behind everything
+// `filters` match up to `until`? Then no message of that window can reach it any more.
+std::variant<bool, failure> nothing_left(broker& b, const std::vector<std::string>& filters, std::uint64_t passed,
+                                         std::uint64_t until) {
+  if (passed >= until) return true;
+  auto next = b.bus().next_message(passed + 1, filters);
+  if (!next) return from_bus(next.error());
+  return !*next || (*next)->seq > until;
+}
+
+}  // namespace
+
+std::variant<bool, failure> narrow_windows(broker& b, const std::string& queue) {
+  auto info = b.bus().queue_info(queue);
+  if (!info) {
+    if (info.error().kind == bus::bus_errc::not_found) return false;
+    return from_bus(info.error());
+  }
+  const auto def = b.read_topology([&](const routing::topology& t) -> std::optional<routing::queue_def> {
+    const auto* found = t.find_queue(queue);
+    return found ? std::optional{*found} : std::nullopt;
+  });
+  if (!def) return false;
+  const std::uint64_t passed = info->delivered_stream_seq;
+  // A binding's `after` goes once nothing it leaves out is ahead of the consumer.
+  std::vector<routing::binding> opened;
+  for (const auto& x : def->bindings) {
+    if (x.after == 0) continue;
+    const auto filters = b.read_topology([&](const routing::topology& t) -> std::vector<std::string> {
+      const auto* exchange = t.find_exchange(x.exchange);
+      if (!exchange) return {};
+      auto spelled = routing::binding_filters(x.exchange, exchange->kind, x.key);
+      return spelled ? *spelled : std::vector<std::string>{};
+    });
+    if (filters.empty()) continue;
+    auto left = nothing_left(b, filters, passed, x.after);
+    if (auto* f = std::get_if<failure>(&left)) return *f;
+    if (std::get<bool>(left)) opened.push_back(x);
+  }
+  // A retired binding goes once what it routed is acked: past the ack floor, or nothing of it
+  // ahead of the consumer and nothing outstanding.
+  std::vector<routing::retired_binding> done;
+  for (const auto& r : def->retired) {
+    bool settled = info->ack_floor_stream_seq >= r.until;
+    if (!settled && info->num_ack_pending == 0) {
+      auto left = nothing_left(b, r.filters, passed, r.until);
+      if (auto* f = std::get_if<failure>(&left)) return *f;
+      settled = std::get<bool>(left);
+    }
+    if (settled) done.push_back(r);
+  }
+  if (opened.empty() && done.empty()) return false;
+  auto updated = update_queue(b, queue, [&](routing::queue_def& d) {
+    bool changed = false;
+    for (auto& x : d.bindings) {
+      if (x.after != 0 && std::find(opened.begin(), opened.end(), x) != opened.end()) {
+        x.after = 0;
+        changed = true;
+      }
+    }
+    const auto before = d.retired.size();
+    std::erase_if(d.retired, [&](const routing::retired_binding& r) {
+      return std::find(done.begin(), done.end(), r) != done.end();
+    });
+    return changed || d.retired.size() != before;
+  });
+  if (auto* f = std::get_if<failure>(&updated)) return *f;
+  if (done.empty() || std::get<update_status>(updated) == update_status::absent) return true;
+  if (auto failed = converge_consumer(b, queue)) return *failed;
+  return true;
 }
 
 std::optional<failure> reap_auto_delete_exchanges(broker& b, const std::vector<std::string>& exchanges) {
@@ -239,15 +378,66 @@ std::optional<failure> remove_entry(broker& b, const std::string& key) {
   auto parsed = routing::parse_bucket_key(key);
   if (!parsed) return failure{"bucket key '" + key + "' names neither an exchange nor a queue"};
   if (parsed->what == routing::bucket_key::kind::queue) return remove_queue(b, key, parsed->name);
+  // Its kind, read before it goes, spells the filters of the bindings it retires.
+  std::optional<routing::exchange_kind> kind;
+  if (auto current = b.bus().kv_get(key)) {
+    if (auto def = routing::parse_exchange(current->value)) kind = def->kind;
+  } else if (current.error().kind != bus::bus_errc::not_found) {
+    return from_bus(current.error());
+  }
   if (auto f = delete_key(b, key)) return f;
-  return drop_exchange_bindings(b, parsed->name);
+  return drop_exchange_bindings(b, parsed->name, kind);
 }
 
 std::variant<std::uint64_t, failure> pending_messages(broker& b, const std::string& queue) {
   auto info = b.bus().queue_info(queue);
-  if (info) return info->ready();
+  if (info) return message_count(b, queue, *info);
   if (info.error().kind == bus::bus_errc::not_found) return std::uint64_t{0};
   return from_bus(info.error());
+}
+
+std::variant<std::uint64_t, failure> message_count(broker& b, const std::string& queue, const bus::queue_info& info) {
+  const auto windows = b.read_topology([&](const routing::topology& t) { return t.queue_windows(queue); });
+  const bool windowed =
+      std::any_of(windows.begin(), windows.end(), [](const auto& w) { return w.after != 0 || w.until != 0; });
+  // The consumer's own count is exact, or the server counts afresh (bus::client::exact_filtered_counts).
+  const bool recount = !b.bus().exact_filtered_counts() && windows.size() > 1;
+  if (!windowed && !recount) return info.ready();
+  const std::uint64_t passed = info.delivered_stream_seq;
+  std::set<std::uint64_t> outside;  // a message two windows' filters match is walked twice
+  // Walks the messages from `from` up to `to` (0: the stream's end) that `w` could route.
+  auto walk = [&](const routing::route_window& w, std::uint64_t from, std::uint64_t to) -> std::optional<failure> {
+    while (to == 0 || from <= to) {
+      auto next = b.bus().next_message(from, w.filters);
+      if (!next) return from_bus(next.error());
+      if (!*next || (to != 0 && (*next)->seq > to)) break;
+      if (!routing::admitted(windows, (*next)->subject, (*next)->seq)) outside.insert((*next)->seq);
+      from = (*next)->seq + 1;
+    }
+    return std::nullopt;
+  };
+  for (const auto& w : windows) {
+    if (w.after > passed)
+      if (auto f = walk(w, passed + 1, w.after)) return *f;
+    if (w.until != 0)
+      if (auto f = walk(w, std::max(passed, w.until) + 1, 0)) return *f;
+  }
+  std::uint64_t undelivered = info.num_pending;
+  if (recount) {
+    auto stored = b.bus().count_stored(passed + 1, b.filters_of(queue));
+    if (!stored) return from_bus(stored.error());
+    undelivered = *stored;
+  }
+  return undelivered - std::min<std::uint64_t>(undelivered, outside.size()) + info.requeued();
+}
+
+std::variant<std::uint64_t, failure> purge(broker& b, const std::string& queue) {
+  auto info = b.bus().queue_info(queue);
+  if (!info) return from_bus(info.error());
+  auto count = message_count(b, queue, *info);
+  if (std::holds_alternative<failure>(count)) return count;
+  if (auto purged = b.bus().purge_queue(queue, b.filters_of(queue)); !purged) return from_bus(purged.error());
+  return count;
 }
 
 }  // namespace amqp::broker::store

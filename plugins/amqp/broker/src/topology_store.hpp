@@ -19,6 +19,8 @@
 
 #include "amqp/routing/topology.hpp"
 
+namespace amqp::bus { struct queue_info; }
+
 namespace amqp::broker {
 
 class broker;
@@ -67,8 +69,25 @@ std::optional<failure> converge_consumer(broker& b, const std::string& queue);
 std::variant<bool, failure> exchange_in_use(broker& b, const std::string& exchange);
 
 // Removes an exchange's bindings from every queue that has one (a deleted exchange takes its
-// bindings with it, as in RabbitMQ; otherwise re-declaring the name would revive them).
-std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exchange);
+// bindings with it, as in RabbitMQ; otherwise re-declaring the name would revive them). With
+// the exchange's kind known, each binding is retired (retire_binding): what it routed stays.
+std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exchange,
+                                              std::optional<routing::exchange_kind> kind);
+
+// queue.bind and queue.unbind in the bucket and on the queue's consumer. AMQP routes at
+// publish (routing::binding::after, routing::retired_binding): a new binding applies after the
+// stream's last sequence now, and a removed one keeps its filters on the consumer until the
+// consumer has passed what it routed. Call them once the channel's own publishes are stored.
+// An unbind takes an auto-delete exchange with its last binding.
+std::variant<update_status, failure> add_binding(broker& b, const std::string& queue, const std::string& exchange,
+                                                 const std::string& key);
+std::optional<failure> remove_binding(broker& b, const std::string& queue, const std::string& exchange,
+                                      const std::string& key);
+
+// Narrows a windowed queue's routes to what its consumer has not passed: an `after` it passed
+// is cleared, and a retired binding whose messages are all acked goes, with its filters. True
+// when something was narrowed.
+std::variant<bool, failure> narrow_windows(broker& b, const std::string& queue);
 
 // RabbitMQ's auto-delete exchange: it goes when its last binding goes (an unbind, or the
 // deletion of the queue that held it), never merely for having had none. Call it after
@@ -83,6 +102,12 @@ std::optional<failure> remove_entry(broker& b, const std::string& key);
 
 // How many messages the queue holds ready for delivery (0 when its consumer is absent).
 std::variant<std::uint64_t, failure> pending_messages(broker& b, const std::string& queue);
+// The same from counts already read: what the consumer counts ready (bus::queue_info::ready)
+// less what it has still to pass outside every route's window (published before a bind, or
+// after an unbind, and kept in the stream for another queue): those it would only drop.
+std::variant<std::uint64_t, failure> message_count(broker& b, const std::string& queue, const bus::queue_info& info);
+// queue.purge: the count (message_count), then the queue's messages are dropped.
+std::variant<std::uint64_t, failure> purge(broker& b, const std::string& queue);
 
 }  // namespace store
 }  // namespace amqp::broker

@@ -27,6 +27,7 @@ bus_result<std::shared_ptr<client>> client::open(const client_options& options) 
 std::int64_t client::max_payload() const { return max_payload_; }
 int client::replicas() const { return replicas_; }
 bool client::overlapping_filters() const { return overlapping_filters_; }
+bool client::exact_filtered_counts() const { return overlapping_filters_; }
 
 }  // namespace amqp::bus
 

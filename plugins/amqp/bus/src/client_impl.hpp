@@ -23,6 +23,8 @@
 
 namespace amqp::bus::detail {
 
+inline constexpr std::int64_t ns_per_second = 1'000'000'000;  // JetStream's durations
+
 using json = nlohmann::json;
 
 class puller_impl;
@@ -151,7 +153,11 @@ class client_impl final : public client {
   bus_result<bus::queue_info> queue_info(const std::string& queue) override;
   bool publishes_uncounted() const override { return counts_behind_; }
   bus_status count_publishes() override { return catch_up_with_publishes("a pull"); }
-  bus_result<std::uint64_t> purge_queue(const std::string& queue, const std::vector<std::string>& filters) override;
+  bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters) override;
+  bus_result<std::uint64_t> last_sequence() override;
+  bus_result<std::uint64_t> count_stored(std::uint64_t from, const std::vector<std::string>& filters) override;
+  bus_result<std::optional<stored_message>> next_message(std::uint64_t from,
+                                                         const std::vector<std::string>& filters) override;
 
   void publish(std::string subject, std::string amqp_props_b64, std::string body,
                boost::asio::any_io_executor ex, std::function<void(bus_status)> done) override;
@@ -249,8 +255,8 @@ class client_impl final : public client {
   std::uint64_t held(const std::string& queue) const;
   void unhold(std::string_view queue);  // one of its deliveries was settled
   bus_status reclaim_queue(const std::string& queue, const std::string& step);
-  bus_result<std::uint64_t> next_stored(std::uint64_t from, const std::vector<std::string>& filters,
-                                        const std::string& step);
+  bus_result<std::optional<stored_message>> next_stored(std::uint64_t from, const std::vector<std::string>& filters,
+                                                        const std::string& step);
   bus_result<std::uint64_t> kv_put_expecting(const std::string& step, const std::string& key,
                                              const std::string& value, std::uint64_t expected);
   bus_result<json> kv_last(const std::string& step, const std::string& key);

@@ -11,7 +11,7 @@ namespace amqp::bus::detail {
 
 namespace {
 
-constexpr std::int64_t ack_wait_ns = 5LL * 60 * 1'000'000'000;  // five minutes (HIP-1326 §2)
+constexpr std::int64_t ack_wait_ns = 5 * 60 * ns_per_second;  // five minutes (HIP-1326 §2)
 // Outstanding pull requests per queue: a few per AMQP consumer (they pipeline), plus the gets.
 // Fixed at creation (nats-server refuses to update it).
 constexpr int max_waiting_pulls = 4096;
@@ -105,6 +105,8 @@ bus_result<bus::queue_info> client_impl::queue_info(const std::string& queue) {
   out.num_ack_pending = info->value("num_ack_pending", std::uint64_t{0});
   out.num_waiting = info->value("num_waiting", std::uint64_t{0});
   out.delivered_consumer_seq = seq_of(*info, "delivered", "consumer_seq");
+  out.delivered_stream_seq = seq_of(*info, "delivered", "stream_seq");
+  out.ack_floor_stream_seq = seq_of(*info, "ack_floor", "stream_seq");
   out.held_here = held(queue);
   return out;
 }
@@ -113,15 +115,56 @@ bool client_impl::forget_dead_requests(const std::string& queue) {
   return api(consumer_step("inspect", queue), std::string{"CONSUMER.INFO."} + stream_name + "." + queue, nullptr).ok();
 }
 
-bus_result<std::uint64_t> client_impl::purge_queue(const std::string& queue, const std::vector<std::string>& filters) {
+bus_status client_impl::purge_queue(const std::string& queue, const std::vector<std::string>& filters) {
   // The stream is shared by every queue, so purging the stream is not an option: dropping
   // the durable drops this queue's interest (interest retention removes what only it held),
   // and recreating it with DeliverNew starts the queue empty.
-  auto info = queue_info(queue);
+  if (auto deleted = delete_queue_consumer(queue); !deleted) return deleted;
+  return ensure_queue_consumer(queue, filters);
+}
+
+bus_result<std::uint64_t> client_impl::last_sequence() {
+  auto info = api("read the stream's last sequence", std::string{"STREAM.INFO."} + stream_name, nullptr);
   if (!info) return info.error();
-  if (auto deleted = delete_queue_consumer(queue); !deleted) return deleted.error();
-  if (auto created = ensure_queue_consumer(queue, filters); !created) return created.error();
-  return info->ready();
+  return info->value("state", json::object()).value("last_seq", std::uint64_t{0});
+}
+
+// A consumer of its own counts them (its num_pending is computed at creation), and goes at once;
+// in memory, unreplicated, acking nothing: it is never pulled. nats-server 2.10 miscounts a
+// consumer with several filters (`amqp.x` beside `amqp.x.>` counts 0), and takes only filters
+// that do not overlap: there, one consumer per filter, summed.
+bus_result<std::uint64_t> client_impl::count_stored(std::uint64_t from, const std::vector<std::string>& filters) {
+  if (filters.size() > 1 && !overlapping_filters_) {
+    std::uint64_t sum = 0;
+    for (const auto& filter : filters) {
+      auto one = count_stored(from, {filter});
+      if (!one) return one;
+      sum += *one;
+    }
+    return sum;
+  }
+  const std::string step = "count the stream's messages";
+  json config = {{"deliver_policy", "by_start_sequence"},
+                 {"opt_start_seq", std::max<std::uint64_t>(from, 1)},
+                 {"ack_policy", "none"},
+                 {"mem_storage", true},
+                 {"num_replicas", 1},
+                 {"inactive_threshold", 5 * ns_per_second},
+                 {"filter_subjects", filters}};
+  auto created = api(step, std::string{"CONSUMER.CREATE."} + stream_name,
+                     json{{"stream_name", stream_name}, {"config", config}});
+  if (!created) return created.error();
+  const auto pending = created->value("num_pending", std::uint64_t{0});
+  if (const std::string name = created->value("name", std::string{}); !name.empty()) {
+    auto deleted = api(step, std::string{"CONSUMER.DELETE."} + stream_name + "." + name, nullptr);
+    if (!deleted && deleted.error().kind != bus_errc::not_found) return deleted.error();
+  }
+  return pending;
+}
+
+bus_result<std::optional<stored_message>> client_impl::next_message(std::uint64_t from,
+                                                                   const std::vector<std::string>& filters) {
+  return next_stored(from, filters, "read the stream");
 }
 
 // ---- reclaim at boot ------------------------------------------------------------------------
@@ -162,13 +205,13 @@ bus_status client_impl::reclaim_queue(const std::string& queue, const std::strin
   const std::string consumer_seq = std::to_string(seq_of(*info, "delivered", "consumer_seq"));
   const std::string prefix = std::string{"$JS.ACK."} + stream_name + "." + queue + ".1.";
   for (auto from = seq_of(*info, "ack_floor", "stream_seq") + 1; from <= last;) {
-    auto seq = next_stored(from, filters, step);
-    if (!seq) return seq.error();
-    if (*seq == 0 || *seq > last) break;
-    const std::string ack = prefix + std::to_string(*seq) + "." + consumer_seq + ".0.0";
+    auto next = next_stored(from, filters, step);
+    if (!next) return next.error();
+    if (!*next || (*next)->seq > last) break;
+    const std::string ack = prefix + std::to_string((*next)->seq) + "." + consumer_seq + ".0.0";
     if (natsStatus s = natsConnection_PublishString(conn_.get(), ack.c_str(), "-NAK"); s != NATS_OK)
       return nats_failure(step + " of queue " + queue, s);
-    from = *seq + 1;
+    from = (*next)->seq + 1;
   }
   {
     std::lock_guard lock{held_mutex_};
@@ -177,18 +220,20 @@ bus_status client_impl::reclaim_queue(const std::string& queue, const std::strin
   return sync_settlements(queue, step + " of queue " + queue);
 }
 
-// The first stream sequence >= from whose subject matches one of the filters; 0 when none.
-bus_result<std::uint64_t> client_impl::next_stored(std::uint64_t from, const std::vector<std::string>& filters,
-                                                   const std::string& step) {
-  std::uint64_t first = 0;
+// The first message stored at or after `from` whose subject matches one of the filters.
+bus_result<std::optional<stored_message>> client_impl::next_stored(std::uint64_t from,
+                                                                   const std::vector<std::string>& filters,
+                                                                   const std::string& step) {
+  std::optional<stored_message> first;
   for (const auto& filter : filters) {
     auto found = api(step, std::string{"STREAM.MSG.GET."} + stream_name, json{{"seq", from}, {"next_by_subj", filter}});
     if (!found) {
       if (found.error().kind == bus_errc::not_found) continue;  // 10037: none at or after `from`
       return found.error();
     }
-    const auto seq = found->value("message", json::object()).value("seq", std::uint64_t{0});
-    if (seq != 0 && (first == 0 || seq < first)) first = seq;
+    const json message = found->value("message", json::object());
+    const auto seq = message.value("seq", std::uint64_t{0});
+    if (seq != 0 && (!first || seq < first->seq)) first = stored_message{seq, message.value("subject", std::string{})};
   }
   return first;
 }

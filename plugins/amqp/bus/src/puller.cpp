@@ -19,6 +19,9 @@ namespace {
 // Longer than the server's 408 takes to arrive on a loaded machine: a request still open this
 // long after its expiry is taken for lost (the inbox is replaced, which ends it for certain).
 constexpr std::chrono::milliseconds answer_margin{3000};
+// How long a no-wait pull may wait for a message on a server whose counts are inexact
+// (client::exact_filtered_counts): basic.get answers get-empty that much later there.
+constexpr std::chrono::milliseconds inexact_no_wait_expires{100};
 // A drain waits at most this long for the server to confirm the UNSUB.
 constexpr int drain_timeout_ms = 5000;
 
@@ -364,10 +367,14 @@ bool client_impl::publish_pull(const std::string& queue, const std::string& repl
                                std::chrono::milliseconds expires) {
   if (closed_) return false;
   json request = {{"batch", std::max<std::uint32_t>(1, batch)}};
-  if (expires.count() <= 0)
+  if (expires.count() <= 0) {
     request["no_wait"] = true;  // basic.get: answer at once, 404 when empty
-  else
+    // A server that may count a consumer's pending messages wrong answers a no-wait pull from
+    // that count: there the request may wait a moment for a message it would otherwise miss.
+    if (!exact_filtered_counts()) request["expires"] = std::chrono::nanoseconds(inexact_no_wait_expires).count();
+  } else {
     request["expires"] = std::chrono::duration_cast<std::chrono::nanoseconds>(expires).count();
+  }
   const std::string body = request.dump();
   const std::string subject = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + queue;
   return natsConnection_PublishRequest(control_.get(), subject.c_str(), reply.c_str(), body.data(),

@@ -8,8 +8,6 @@ namespace amqp::bus::detail {
 
 namespace {
 
-constexpr std::int64_t ns_per_second = 1'000'000'000;
-
 std::string join(const json& list) {
   std::string out = "[";
   for (const auto& item : list) {

@@ -30,15 +30,33 @@ void count(std::map<std::string, std::size_t, std::less<>>& counts, std::string_
   if (it != counts.end() && --it->second == 0) counts.erase(it);
 }
 
+bool matches_any(const std::vector<std::string>& filters, std::string_view subject) {
+  return std::any_of(filters.begin(), filters.end(), [&](const std::string& f) { return subject_matches(f, subject); });
+}
+
 bool key_reaches(exchange_kind kind, std::string_view exchange, std::string_view binding_key,
                  const std::string& subject) {
   auto filters = binding_filters(exchange, kind, binding_key);
-  if (!filters) return false;
-  return std::any_of(filters->begin(), filters->end(),
-                     [&](const std::string& f) { return subject_matches(f, subject); });
+  return filters && matches_any(*filters, subject);
+}
+
+bool admitted_or_unknown(const std::vector<route_window>& windows, std::string_view subject, std::uint64_t seq) {
+  if (admitted(windows, subject, seq)) return true;
+  return std::none_of(windows.begin(), windows.end(),
+                      [&](const route_window& w) { return matches_any(w.filters, subject); });
 }
 
 }  // namespace
+
+bool admitted(const std::vector<route_window>& windows, std::string_view subject, std::uint64_t seq) {
+  return std::any_of(windows.begin(), windows.end(), [&](const route_window& w) {
+    return seq > w.after && (w.until == 0 || seq <= w.until) && matches_any(w.filters, subject);
+  });
+}
+
+bool queue_def::windowed() const {
+  return !retired.empty() || std::any_of(bindings.begin(), bindings.end(), [](const binding& b) { return b.after != 0; });
+}
 
 topology::topology() = default;
 
@@ -119,19 +137,32 @@ const queue_def* topology::find_queue(std::string_view name) const {
 }
 
 std::vector<std::string> topology::queue_filters(std::string_view queue) const {
+  std::vector<std::string> filters;
+  for (auto& w : queue_windows(queue)) filters.insert(filters.end(), w.filters.begin(), w.filters.end());
+  return normalize_filters(std::move(filters));
+}
+
+std::vector<route_window> topology::queue_windows(std::string_view queue) const {
   const queue_def* def = find_queue(queue);
   if (!def) return {};
+  std::vector<route_window> windows;
   // The default exchange's binding is derived from the name, never stored.
-  std::vector<std::string> filters;
-  if (auto own = binding_filters("", exchange_kind::direct, queue)) filters = std::move(*own);
+  if (auto own = binding_filters("", exchange_kind::direct, queue)) windows.push_back({std::move(*own), 0, 0});
   for (const auto& b : def->bindings) {
     const exchange_def* exchange = find_exchange(b.exchange);
     if (!exchange) continue;  // a binding to a deleted exchange reads nothing
     auto more = binding_filters(b.exchange, exchange->kind, b.key);
     if (!more) continue;  // only valid bindings are stored; a foreign writer's bad one is inert
-    filters.insert(filters.end(), more->begin(), more->end());
+    windows.push_back({std::move(*more), b.after, 0});
   }
-  return normalize_filters(std::move(filters));
+  for (const auto& r : def->retired) windows.push_back({r.filters, r.after, r.until});
+  return windows;
+}
+
+bool topology::admits(std::string_view queue, std::string_view subject, std::uint64_t seq) const {
+  const queue_def* def = find_queue(queue);
+  // The common case costs nothing: every binding applies to everything the consumer reads.
+  return !def || !def->windowed() || admitted_or_unknown(queue_windows(queue), subject, seq);
 }
 
 bool topology::routable(std::string_view exchange, std::string_view routing_key) const {
@@ -153,6 +184,13 @@ bool topology::routable(std::string_view exchange, std::string_view routing_key)
       });
   }
   return false;
+}
+
+std::vector<std::string> topology::windowed_queues() const {
+  std::vector<std::string> names;
+  for (const auto& [name, def] : queues_)
+    if (def.windowed()) names.push_back(name);
+  return names;
 }
 
 std::vector<std::string> topology::queues_bound_to(std::string_view exchange) const {

@@ -29,6 +29,14 @@ std::optional<json> parse_object(std::string_view text) {
   return value;
 }
 
+// Reads an optional stream sequence member; 0 when absent. nullopt when present but not one.
+std::optional<std::uint64_t> sequence(const json& object, const char* name) {
+  auto it = object.find(name);
+  if (it == object.end()) return std::uint64_t{0};
+  if (!it->is_number_unsigned()) return std::nullopt;
+  return it->get<std::uint64_t>();
+}
+
 outcome<binding> parse_binding(const json& entry) {
   if (!entry.is_object()) return malformed("queue", "a binding is not an object");
   auto exchange = entry.find("exchange");
@@ -38,8 +46,43 @@ outcome<binding> parse_binding(const json& entry) {
       (key != entry.end() && !key->is_string())) {
     return malformed("queue", "a binding's exchange or key is not a string");
   }
+  auto after = sequence(entry, "after");
+  if (!after) return malformed("queue", "a binding's \"after\" is not a stream sequence");
   return binding{exchange == entry.end() ? std::string() : exchange->get<std::string>(),
-                 key == entry.end() ? std::string() : key->get<std::string>()};
+                 key == entry.end() ? std::string() : key->get<std::string>(), *after};
+}
+
+outcome<retired_binding> parse_retired(const json& entry) {
+  if (!entry.is_object()) return malformed("queue", "a retired binding is not an object");
+  auto filters = entry.find("filters");
+  if (filters == entry.end() || !filters->is_array() || filters->empty())
+    return malformed("queue", "a retired binding has no \"filters\" array");
+  retired_binding out;
+  for (const auto& f : *filters) {
+    if (!f.is_string()) return malformed("queue", "a retired binding's filter is not a string");
+    out.filters.push_back(f.get<std::string>());
+  }
+  auto after = sequence(entry, "after");
+  auto until = sequence(entry, "until");
+  if (!after || !until || *until == 0)
+    return malformed("queue", "a retired binding's \"after\" or \"until\" is not a stream sequence");
+  out.after = *after;
+  out.until = *until;
+  return out;
+}
+
+// An optional array member parsed entry by entry; null is absent (Go encodes nil as null).
+template <class T, class Parse>
+std::optional<refusal> parse_list(const json& object, const char* name, std::vector<T>& out, Parse parse) {
+  auto list = object.find(name);
+  if (list == object.end() || list->is_null()) return std::nullopt;
+  if (!list->is_array()) return malformed("queue", "member " + std::string(name) + " is not an array");
+  for (const auto& entry : *list) {
+    auto parsed = parse(entry);
+    if (!parsed) return parsed.error();
+    out.push_back(std::move(*parsed));
+  }
+  return std::nullopt;
 }
 
 // binding_filters admits only UTF-8 keys, so the replacement never happens; it keeps a
@@ -80,8 +123,21 @@ std::string encode_queue(const queue_def& def) {
   if (def.auto_delete) value["auto_delete"] = true;
   if (!def.bindings.empty()) {
     json bindings = json::array();
-    for (const auto& b : def.bindings) bindings.push_back({{"exchange", b.exchange}, {"key", b.key}});
+    for (const auto& b : def.bindings) {
+      json entry{{"exchange", b.exchange}, {"key", b.key}};
+      if (b.after != 0) entry["after"] = b.after;
+      bindings.push_back(std::move(entry));
+    }
     value["bindings"] = std::move(bindings);
+  }
+  if (!def.retired.empty()) {
+    json retired = json::array();
+    for (const auto& r : def.retired) {
+      json entry{{"filters", r.filters}, {"until", r.until}};
+      if (r.after != 0) entry["after"] = r.after;
+      retired.push_back(std::move(entry));
+    }
+    value["retired"] = std::move(retired);
   }
   return dump(value);
 }
@@ -113,15 +169,9 @@ outcome<queue_def> parse_queue(std::string_view text) {
   if (!durable || !exclusive || !auto_delete) {
     return malformed("queue", "durable, exclusive or auto_delete is not a boolean");
   }
-  queue_def def{*durable, *exclusive, *auto_delete, {}};
-  auto bindings = value->find("bindings");
-  if (bindings == value->end() || bindings->is_null()) return def;  // Go encodes nil as null
-  if (!bindings->is_array()) return malformed("queue", "\"bindings\" is not an array");
-  for (const auto& entry : *bindings) {
-    auto b = parse_binding(entry);
-    if (!b) return b.error();
-    def.bindings.push_back(std::move(*b));
-  }
+  queue_def def{*durable, *exclusive, *auto_delete, {}, {}};
+  if (auto failed = parse_list(*value, "bindings", def.bindings, parse_binding)) return *failed;
+  if (auto failed = parse_list(*value, "retired", def.retired, parse_retired)) return *failed;
   return def;
 }
 

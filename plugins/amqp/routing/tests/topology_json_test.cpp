@@ -56,6 +56,30 @@ TEST_CASE("queue JSON is the reference's, optional members omitted") {
   CHECK(*go == queue_def{true, false, false, {}});
 }
 
+TEST_CASE("a binding's window and a retired binding round-trip, omitted when unset") {
+  queue_def def{true, false, false, {{"x", "k", 42}, {"y", "", 0}}};
+  def.retired.push_back({{"amqp.x.old"}, 7, 40});
+  def.retired.push_back({{"amqp.t.a", "amqp.t.a.>"}, 0, 41});
+  const auto json = encode_queue(def);
+  CHECK(json ==
+        R"({"bindings":[{"after":42,"exchange":"x","key":"k"},{"exchange":"y","key":""}],"durable":true,)"
+        R"("retired":[{"after":7,"filters":["amqp.x.old"],"until":40},{"filters":["amqp.t.a","amqp.t.a.>"],"until":41}]})");
+  auto back = parse_queue(json);
+  REQUIRE(back);
+  CHECK(*back == def);
+  for (std::string_view bad : {R"({"durable":true,"retired":{}})", R"({"durable":true,"retired":[{"until":3}]})",
+                               R"({"durable":true,"retired":[{"filters":[],"until":3}]})",
+                               R"({"durable":true,"retired":[{"filters":["amqp.x"]}]})",
+                               R"({"durable":true,"retired":[{"filters":[1],"until":3}]})",
+                               R"({"durable":true,"retired":[{"filters":["amqp.x"],"until":-3}]})",
+                               R"({"durable":true,"bindings":[{"exchange":"x","key":"k","after":"1"}]})"}) {
+    CAPTURE(bad);
+    auto q = parse_queue(bad);
+    REQUIRE_FALSE(q);
+    CHECK(q.error().text.find("malformed queue") != std::string::npos);
+  }
+}
+
 TEST_CASE("malformed values are refused with a sentence, never thrown") {
   for (std::string_view bad : {"", "{", "[]", "null", "\"x\"", R"({"durable":true})",
                                R"({"kind":7})", R"({"kind":"headers"})", R"({"kind":"topic","durable":"yes"})",

@@ -81,6 +81,38 @@ TEST_CASE("queue filters: the derived default binding plus bindings whose exchan
   CHECK(encode_queue(*t.find_queue("audit")).find("\"exchange\":\"\"") == std::string::npos);
 }
 
+TEST_CASE("windows: a binding applies after its sequence, a retired one up to its end") {
+  topology t;
+  t.put_exchange("x", {exchange_kind::direct, true, false, false});
+  queue_def def{true, false, false, {{"x", "new", 10}, {"x", "old", 0}}};
+  def.retired.push_back({{"amqp.gone.k"}, 3, 20});
+  t.put_queue("q", def);
+  CHECK(t.queue_filters("q") == filters{"amqp._.q", "amqp.gone.k", "amqp.x.new", "amqp.x.old"});
+  CHECK(t.windowed_queues() == std::vector<std::string>{"q"});
+  CHECK(t.admits("q", "amqp._.q", 1));
+  CHECK_FALSE(t.admits("q", "amqp.x.new", 10));
+  CHECK(t.admits("q", "amqp.x.new", 11));
+  CHECK(t.admits("q", "amqp.x.old", 1));
+  CHECK_FALSE(t.admits("q", "amqp.gone.k", 3));
+  CHECK(t.admits("q", "amqp.gone.k", 4));
+  CHECK(t.admits("q", "amqp.gone.k", 20));
+  CHECK_FALSE(t.admits("q", "amqp.gone.k", 21));
+  // A subject no route of the mirror matches: the consumer knows a filter the mirror does not yet.
+  CHECK(t.admits("q", "amqp.other.k", 1));
+  CHECK(t.admits("absent", "amqp.x.new", 1));
+  // A retired route and a live one with the same filter: either window admits.
+  def.retired.push_back({{"amqp.x.new"}, 0, 5});
+  t.put_queue("q", def);
+  CHECK(t.admits("q", "amqp.x.new", 5));
+  CHECK_FALSE(t.admits("q", "amqp.x.new", 7));
+  // Routing (mandatory) sees only live bindings.
+  CHECK(t.routable("x", "new"));
+  CHECK_FALSE(t.has_bindings("gone"));
+  t.put_queue("q", {true, false, false, {{"x", "new", 0}}});
+  CHECK(t.windowed_queues().empty());
+  CHECK(t.admits("q", "amqp.x.new", 1));
+}
+
 TEST_CASE("routable, bindings and queues bound, kept by every write") {
   topology t;
   t.put_exchange("d", {exchange_kind::direct, true, false, false});

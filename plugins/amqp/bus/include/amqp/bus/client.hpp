@@ -73,11 +73,17 @@ struct queue_info {
   std::uint64_t num_waiting = 0;      // outstanding pull requests
   std::uint64_t held_here = 0;        // of num_ack_pending: received by this client, not settled
   std::uint64_t delivered_consumer_seq = 0;
+  std::uint64_t delivered_stream_seq = 0;  // the consumer has passed every message up to it
+  std::uint64_t ack_floor_stream_seq = 0;  // every message up to it was delivered and acked
   // AMQP's message count: never delivered, or requeued and not delivered again. Deliveries other
   // replicas' clients hold unsettled count here too (only this client's are known).
-  std::uint64_t ready() const {
-    return num_pending + (num_ack_pending > held_here ? num_ack_pending - held_here : 0);
-  }
+  std::uint64_t ready() const { return num_pending + requeued(); }
+  std::uint64_t requeued() const { return num_ack_pending > held_here ? num_ack_pending - held_here : 0; }
+};
+
+struct stored_message {
+  std::uint64_t seq = 0;
+  std::string subject;
 };
 
 struct delivery {
@@ -183,6 +189,11 @@ class client : public std::enable_shared_from_this<client> {
   // Whether the server takes a consumer whose filters overlap without one containing the other
   // (`amqp.t.a.*` and `amqp.t.*.b`): nats-server 2.14 and later. Probed at open.
   bool overlapping_filters() const;
+  // Whether a consumer with several filters counts what it has pending exactly once its filters
+  // changed. nats-server 2.10 recounts such a consumer wrong (`amqp.x` beside `amqp.x.>` counts
+  // nothing), and a no-wait pull is answered from that count; 2.14 and later count right. The
+  // same servers that take overlapping filters, so that probe tells them apart.
+  bool exact_filtered_counts() const;
 
   // ---- topology (KV bucket amqp) -------------------------------------------------------
   // Replays the bucket's current entries SYNCHRONOUSLY (on_change runs on the calling thread
@@ -222,9 +233,17 @@ class client : public std::enable_shared_from_this<client> {
   virtual bus_status count_publishes() = 0;
   // Drops this queue's messages (the stream is shared): the durable is deleted and recreated
   // with the same filters. Messages delivered but not yet acked are dropped too (their later
-  // ack is a no-op). Returns how many were ready (queue_info::ready).
-  virtual bus_result<std::uint64_t> purge_queue(const std::string& queue,
-                                                const std::vector<std::string>& filters) = 0;
+  // ack is a no-op). Count first (queue_info) to say how many went.
+  virtual bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters) = 0;
+  // The stream's last sequence: every message stored before the call has one at most this.
+  virtual bus_result<std::uint64_t> last_sequence() = 0;
+  // How many messages stored at or after `from` match one of `filters` (normalized), counted
+  // afresh by the server (see exact_filtered_counts).
+  virtual bus_result<std::uint64_t> count_stored(std::uint64_t from, const std::vector<std::string>& filters) = 0;
+  // The first message stored at or after `from` whose subject matches one of `filters`;
+  // nullopt when there is none.
+  virtual bus_result<std::optional<stored_message>> next_message(std::uint64_t from,
+                                                                 const std::vector<std::string>& filters) = 0;
 
   // ---- publishing (non-blocking, pipelined) ---------------------------------------------
   // `done` is posted to `ex` exactly once: ok = stored in stream AMQP; error = the bus's

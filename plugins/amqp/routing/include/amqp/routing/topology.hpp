@@ -3,6 +3,7 @@
 // keys `x.<exchange>` and `q.<queue>`, bindings inside the queue's value), and `topology`,
 // the in-memory mirror of that bucket with an incremental routing index.
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -22,11 +23,25 @@ struct exchange_def {
   friend bool operator==(const exchange_def&, const exchange_def&) = default;
 };
 
+// AMQP routes a message when it is published, so a binding applies to what the stream stored
+// after it was made: `after` is the stream's last sequence then (0: since the queue began, or
+// the queue's consumer has passed it).
 struct binding {
   std::string exchange;
   std::string key;
+  std::uint64_t after = 0;
   friend bool operator==(const binding&, const binding&) = default;
-  friend auto operator<=>(const binding&, const binding&) = default;
+  bool names(std::string_view x, std::string_view k) const { return exchange == x && key == k; }
+};
+
+// A removed binding whose messages the queue still holds: its filters stay on the queue's
+// consumer until the consumer has passed `until` (the stream's last sequence at the unbind),
+// so a message routed through it is neither lost nor joined by later ones.
+struct retired_binding {
+  std::vector<std::string> filters;
+  std::uint64_t after = 0;
+  std::uint64_t until = 0;
+  friend bool operator==(const retired_binding&, const retired_binding&) = default;
 };
 
 struct queue_def {
@@ -34,8 +49,20 @@ struct queue_def {
   bool exclusive = false;
   bool auto_delete = false;
   std::vector<binding> bindings;
+  std::vector<retired_binding> retired{};
+  // Some route applies to only part of the stream (an `after`, or a retired binding).
+  bool windowed() const;
   friend bool operator==(const queue_def&, const queue_def&) = default;
 };
+
+// Where a queue's routes apply, in stream sequences: a message is the queue's when one window
+// has a filter matching its subject and after < seq <= until (until 0: open).
+struct route_window {
+  std::vector<std::string> filters;
+  std::uint64_t after = 0;
+  std::uint64_t until = 0;
+};
+bool admitted(const std::vector<route_window>& windows, std::string_view subject, std::uint64_t seq);
 
 // Bucket keys: "x." + name and "q." + name.
 std::string exchange_key(std::string_view exchange);
@@ -52,7 +79,8 @@ std::optional<bucket_key> parse_bucket_key(std::string_view key);
 
 // JSON, exactly the reference's: {"kind":"topic","durable":true} (+ "auto_delete":true,
 // "internal":true only when set); {"durable":bool,"exclusive":true?,"auto_delete":true?,
-// "bindings":[{"exchange":"x","key":"k"}]?} (optional members omitted when false/empty).
+// "bindings":[{"exchange":"x","key":"k","after":n?}]?, "retired":[{"filters":[…],"after":n?,
+// "until":n}]?} (optional members omitted when false/empty/0; the reference ignores the additions).
 // Parsing never throws: malformed JSON, a wrong member type or an unknown/headers kind is a
 // refusal (541 INTERNAL_ERROR, the sentence names what is wrong). Unknown members are ignored.
 std::string encode_exchange(const exchange_def& def);
@@ -88,12 +116,25 @@ class topology {
 
   // normalize(amqp._.<queue> + the filters of every binding whose exchange exists, each
   // by that exchange's current kind). Empty when the queue does not exist.
+  // Retired bindings' filters are included: the consumer keeps them until they are passed.
   std::vector<std::string> queue_filters(std::string_view queue) const;
+
+  // The queue's routes as windows of stream sequences (its default binding, every binding by
+  // its exchange's current kind, every retired binding). Empty when the queue does not exist.
+  std::vector<route_window> queue_windows(std::string_view queue) const;
+  // Is the message at `seq` on `subject` one the queue holds? True as well when the mirror
+  // knows no route of the queue matching it (the consumer has a filter another replica added a
+  // moment ago), or the queue is absent: only a route known to exclude it drops a message.
+  bool admits(std::string_view queue, std::string_view subject, std::uint64_t seq) const;
 
   // Would a publish to (exchange, routing_key) reach at least one queue? Answered from an
   // index kept up to date on every write, touching only that exchange's bindings (never a
   // scan over every queue). False for an absent exchange or an unpublishable key.
   bool routable(std::string_view exchange, std::string_view routing_key) const;
+
+  // Queues whose routes are windowed (queue_def::windowed), sorted: their windows are narrowed
+  // as their consumers pass them.
+  std::vector<std::string> windowed_queues() const;
 
   // Queues with at least one binding to `exchange` (sorted), for exchange.delete if-unused.
   std::vector<std::string> queues_bound_to(std::string_view exchange) const;

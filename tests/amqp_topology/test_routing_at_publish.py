@@ -1,0 +1,189 @@
+"""What a queue holds is decided when a message is published (issue 21, item 1): a later unbind,
+exchange delete or auto-delete takes nothing away, and a later bind brings nothing earlier in.
+python3-pika against the real `cloud`; each test uses names of its own on one shared cloud.
+
+Run by ctest (cloud_python_test): /usr/bin/python3 with tests/support on PYTHONPATH.
+"""
+import base64
+import json
+import time
+import unittest
+
+import pika
+import pika.exceptions
+
+import cloudtest
+from natsraw import NatsRaw
+
+
+def connect(cloud):
+    return pika.BlockingConnection(
+        pika.ConnectionParameters(host="127.0.0.1", port=cloud.amqp_port, heartbeat=0,
+                                  blocked_connection_timeout=30, socket_timeout=30))
+
+
+class RoutingAtPublish(cloudtest.OneCloudTest):
+    def setUp(self):
+        self.conn = connect(self.cloud)
+        self.ch = self.conn.channel()
+        self.ch.confirm_delivery()
+
+    def tearDown(self):
+        if self.conn.is_open:
+            self.conn.close()
+
+    def count(self, queue):
+        return self.ch.queue_declare(queue=queue, passive=True).method.message_count
+
+    def publish(self, exchange, key, body):
+        self.ch.basic_publish(exchange=exchange, routing_key=key, body=body)
+
+    def drain(self, queue):
+        """Every message basic.get returns until get-empty, as (body, get-ok's message_count)."""
+        got = []
+        while True:
+            method, _, body = self.ch.basic_get(queue=queue, auto_ack=True)
+            if method is None:
+                return got
+            got.append((body.decode(), method.message_count))
+
+    def queue(self, name, *bindings):
+        self.ch.queue_declare(queue=name, auto_delete=False)
+        for exchange, key in bindings:
+            self.ch.queue_bind(queue=name, exchange=exchange, routing_key=key)
+
+    def consumer_filters(self, queue):
+        raw = NatsRaw(self.cloud.nats_port)
+        try:
+            return sorted(raw.api(f"CONSUMER.INFO.AMQP.{queue}")["config"]["filter_subjects"])
+        finally:
+            raw.close()
+
+    def bucket_value(self, queue):
+        raw = NatsRaw(self.cloud.nats_port)
+        try:
+            reply = raw.api("STREAM.MSG.GET.KV_amqp", {"last_by_subj": f"$KV.amqp.q.{queue}"})
+        finally:
+            raw.close()
+        return json.loads(base64.b64decode(reply["message"]["data"]))
+
+    def test_unbind_keeps_what_the_binding_routed(self):
+        self.ch.exchange_declare(exchange="rp-unbind-x", exchange_type="direct")
+        self.queue("rp-unbind-q", ("rp-unbind-x", "k"))
+        self.publish("rp-unbind-x", "k", "through-x")
+        self.publish("", "rp-unbind-q", "through-default")
+        self.assertEqual(self.count("rp-unbind-q"), 2)
+        self.ch.queue_unbind(queue="rp-unbind-q", exchange="rp-unbind-x", routing_key="k")
+        self.assertEqual(self.count("rp-unbind-q"), 2)
+        self.publish("rp-unbind-x", "k", "after-unbind")  # routed nowhere now
+        self.assertEqual(self.count("rp-unbind-q"), 2)
+        self.assertEqual(self.drain("rp-unbind-q"), [("through-x", 1), ("through-default", 0)])
+        self.assertEqual(self.count("rp-unbind-q"), 0)
+
+    def test_an_auto_delete_exchange_gone_with_its_last_binding_leaves_its_messages_queued(self):
+        self.ch.exchange_declare(exchange="rp-auto-x", exchange_type="direct", auto_delete=True)
+        self.queue("rp-auto-q", ("rp-auto-x", "k"))
+        self.publish("rp-auto-x", "k", "one")
+        self.publish("rp-auto-x", "k", "two")
+        self.ch.queue_unbind(queue="rp-auto-q", exchange="rp-auto-x", routing_key="k")
+        with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as gone:
+            self.conn.channel().exchange_declare(exchange="rp-auto-x", passive=True)
+        self.assertEqual(gone.exception.reply_code, 404)
+        self.assertEqual(self.count("rp-auto-q"), 2)
+        self.assertEqual(self.ch.queue_purge(queue="rp-auto-q").method.message_count, 2)
+        self.assertEqual(self.count("rp-auto-q"), 0)
+
+    def test_exchange_delete_leaves_what_it_routed_queued(self):
+        self.ch.exchange_declare(exchange="rp-delete-x", exchange_type="topic")
+        self.queue("rp-delete-q", ("rp-delete-x", "orders.#"))
+        self.publish("rp-delete-x", "orders.eu.new", "routed")
+        self.ch.exchange_delete(exchange="rp-delete-x")
+        self.assertEqual(self.count("rp-delete-q"), 1)
+        self.assertEqual(self.drain("rp-delete-q"), [("routed", 0)])
+
+    def test_a_new_binding_brings_in_nothing_published_before_it(self):
+        self.ch.exchange_declare(exchange="rp-bind-x", exchange_type="fanout")
+        self.queue("rp-bind-held", ("rp-bind-x", ""))  # keeps the early messages in the stream
+        self.queue("rp-bind-late")
+        for i in range(3):
+            self.publish("rp-bind-x", "", f"early-{i}")
+        self.ch.queue_bind(queue="rp-bind-late", exchange="rp-bind-x")
+        self.assertEqual(self.count("rp-bind-late"), 0)
+        self.assertEqual(self.drain("rp-bind-late"), [])
+        self.publish("rp-bind-x", "", "late")
+        self.assertEqual(self.count("rp-bind-late"), 1)
+        self.assertEqual(self.count("rp-bind-held"), 4)
+        self.assertEqual(self.drain("rp-bind-late"), [("late", 0)])
+
+    def test_a_consumer_of_a_rebound_queue_gets_exactly_what_was_routed_to_it(self):
+        self.ch.exchange_declare(exchange="rp-again-x", exchange_type="direct")
+        self.queue("rp-again-other", ("rp-again-x", "k"))
+        self.queue("rp-again-q", ("rp-again-x", "k"))
+        self.publish("rp-again-x", "k", "bound-1")
+        self.ch.queue_unbind(queue="rp-again-q", exchange="rp-again-x", routing_key="k")
+        self.publish("rp-again-x", "k", "unbound")  # only rp-again-other holds it
+        self.ch.queue_bind(queue="rp-again-q", exchange="rp-again-x", routing_key="k")
+        self.publish("rp-again-x", "k", "bound-2")
+        self.assertEqual(self.count("rp-again-q"), 2)
+        self.assertEqual(self.count("rp-again-other"), 3)
+        got = []
+        consumer = self.ch.basic_consume(queue="rp-again-q",
+                                         on_message_callback=lambda c, m, p, b: got.append(b.decode()))
+        deadline = time.monotonic() + 15
+        while len(got) < 2 and time.monotonic() < deadline:
+            self.conn.process_data_events(time_limit=0.1)
+        # What the consumer receives next is the next message routed to it, nothing between.
+        self.publish("rp-again-x", "k", "bound-3")
+        while len(got) < 3 and time.monotonic() < deadline:
+            self.conn.process_data_events(time_limit=0.1)
+        self.ch.basic_cancel(consumer)
+        self.assertEqual(got, ["bound-1", "bound-2", "bound-3"])
+
+    def test_a_retired_binding_leaves_the_consumer_once_its_messages_are_acked(self):
+        self.ch.exchange_declare(exchange="rp-retire-x", exchange_type="direct")
+        self.queue("rp-retire-q", ("rp-retire-x", "k"))
+        self.publish("rp-retire-x", "k", "kept")
+        self.ch.queue_unbind(queue="rp-retire-q", exchange="rp-retire-x", routing_key="k")
+        # While the queue holds the message its filter stays (else the bus would drop it).
+        self.assertIn("amqp.rp-retire-x.k", self.consumer_filters("rp-retire-q"))
+        self.assertEqual(len(self.bucket_value("rp-retire-q").get("retired", [])), 1)
+        self.assertEqual(self.drain("rp-retire-q"), [("kept", 0)])
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and "amqp.rp-retire-x.k" in self.consumer_filters("rp-retire-q"):
+            time.sleep(0.1)
+        self.assertEqual(self.consumer_filters("rp-retire-q"), ["amqp._.rp-retire-q"])
+        value = self.bucket_value("rp-retire-q")
+        self.assertNotIn("retired", value)
+        self.assertNotIn("bindings", value)
+
+    def test_a_bind_with_nothing_earlier_to_leave_out_has_no_window(self):
+        self.ch.exchange_declare(exchange="rp-plain-x", exchange_type="topic")
+        self.queue("rp-plain-q", ("rp-plain-x", "a.#"))
+        self.assertEqual(self.bucket_value("rp-plain-q")["bindings"], [{"exchange": "rp-plain-x", "key": "a.#"}])
+        self.publish("rp-plain-x", "a.b", "m")
+        self.ch.queue_unbind(queue="rp-plain-q", exchange="rp-plain-x", routing_key="a.#")
+        self.assertEqual(self.count("rp-plain-q"), 1)
+        self.assertEqual(self.drain("rp-plain-q"), [("m", 0)])
+        # Unbound with nothing left that it routed: its filters go with it.
+        self.ch.queue_bind(queue="rp-plain-q", exchange="rp-plain-x", routing_key="b.*")
+        self.ch.queue_unbind(queue="rp-plain-q", exchange="rp-plain-x", routing_key="b.*")
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and self.consumer_filters("rp-plain-q") != ["amqp._.rp-plain-q"]:
+            time.sleep(0.1)
+        self.assertEqual(self.consumer_filters("rp-plain-q"), ["amqp._.rp-plain-q"])
+
+    def test_a_queue_declared_again_after_delete_starts_empty(self):
+        self.ch.exchange_declare(exchange="rp-redeclare-x", exchange_type="direct")
+        self.queue("rp-redeclare-other", ("rp-redeclare-x", "k"))
+        self.queue("rp-redeclare-q", ("rp-redeclare-x", "k"))
+        self.publish("rp-redeclare-x", "k", "before")
+        self.ch.queue_delete(queue="rp-redeclare-q")
+        self.queue("rp-redeclare-q", ("rp-redeclare-x", "k"))
+        self.assertEqual(self.count("rp-redeclare-q"), 0)
+        self.publish("rp-redeclare-x", "k", "after")
+        self.assertEqual(self.drain("rp-redeclare-q"), [("after", 0)])
+        self.assertEqual(self.count("rp-redeclare-other"), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
