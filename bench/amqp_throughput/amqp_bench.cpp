@@ -3,12 +3,21 @@
 //                   publisher confirms and at most --window unconfirmed; timed to the last confirm.
 //   --mode consume: basic.consume with prefetch --prefetch, basic.ack for each message; timed
 //                   from consume-ok to the last ack; the queue is deleted afterwards.
-// Prints bench::report's line; any failure is a message on stderr and exit status 1.
+//   --mode latency: --rate messages a second for --seconds, published with confirms on one
+//                   connection and consumed (prefetch --prefetch, ack each) on another; each
+//                   body carries its send time, so publish→deliver and publish→confirm are timed
+//                   per message.
+// Prints bench::report's line (latency: bench::report_latency's); any failure is a message on
+// stderr and exit status 1.
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
+#include <poll.h>
 #include <sys/time.h>
 
+#include <cerrno>
+
 #include <cstring>
+#include <thread>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -163,21 +172,145 @@ void consume(amqp_connection_state_t c, const std::string& queue, std::uint64_t 
   expect_ok(c, "queue.delete");
 }
 
+// A body of `size` octets (at least 8) beginning with its send time.
+std::string stamped(std::size_t size, bench::clock::time_point sent) {
+  std::string body(std::max<std::size_t>(size, 8), 'x');
+  const std::int64_t ns = sent.time_since_epoch().count();
+  std::memcpy(body.data(), &ns, sizeof ns);
+  return body;
+}
+
+bench::clock::time_point stamp_of(const amqp_bytes_t& body) {
+  std::int64_t ns = 0;
+  if (body.len >= sizeof ns) std::memcpy(&ns, body.bytes, sizeof ns);
+  return bench::clock::time_point(bench::clock::duration(ns));
+}
+
+// The consumer's half of latency mode, on its own connection and thread.
+void receive_timed(amqp_connection_state_t c, const std::string& queue, std::uint64_t n, std::uint64_t prefetch,
+                   std::vector<double>& latencies) {
+  amqp_basic_qos(c, channel, 0, static_cast<std::uint16_t>(prefetch), 0);
+  expect_ok(c, "basic.qos");
+  amqp_basic_consume(c, channel, amqp_cstring_bytes(queue.c_str()), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
+  expect_ok(c, "basic.consume");
+  for (std::uint64_t received = 0; received < n; ++received) {
+    amqp_maybe_release_buffers(c);
+    amqp_envelope_t envelope;
+    timeval timeout{30, 0};
+    auto r = amqp_consume_message(c, &envelope, &timeout, 0);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+      throw std::runtime_error("consuming after " + std::to_string(received) + " of " + std::to_string(n) +
+                               " messages: " + describe(r));
+    }
+    latencies.push_back(bench::micros(bench::clock::now() - stamp_of(envelope.message.body)));
+    int s = amqp_basic_ack(c, channel, envelope.delivery_tag, 0);
+    amqp_destroy_envelope(&envelope);
+    if (s != AMQP_STATUS_OK) throw std::runtime_error(std::string("basic.ack: ") + amqp_error_string2(s));
+  }
+}
+
+void latency(const std::string& host, int port, const std::string& queue, std::uint64_t rate, std::uint64_t seconds,
+             std::size_t size, std::uint64_t prefetch) {
+  auto p = open(host, port);
+  auto c = open(host, port);
+  declare(p.get(), queue);
+  amqp_queue_purge(p.get(), channel, amqp_cstring_bytes(queue.c_str()));
+  expect_ok(p.get(), "queue.purge");
+  amqp_confirm_select(p.get(), channel);
+  expect_ok(p.get(), "confirm.select");
+  const std::uint64_t n = rate * seconds;
+  std::vector<double> delivered, confirmed;
+  delivered.reserve(n);
+  confirmed.reserve(n);
+  std::exception_ptr consumer_failed;
+  std::thread consumer([&] {
+    try {
+      receive_timed(c.get(), queue, n, prefetch, delivered);
+    } catch (...) {
+      consumer_failed = std::current_exception();
+    }
+  });
+  amqp_basic_properties_t props;
+  std::memset(&props, 0, sizeof props);
+  props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
+  props.delivery_mode = 2;
+  std::vector<bench::clock::time_point> sent(n + 1);
+  confirm_tracker confirms(n);
+  const auto start = bench::clock::now();
+  const auto interval = std::chrono::nanoseconds(1'000'000'000 / rate);
+  std::uint64_t published = 0;
+  try {
+    while (confirms.confirmed() < n) {
+      const auto due = start + interval * published;
+      auto now = bench::clock::now();
+      if (published < n && now >= due) {
+        sent[++published] = now;
+        auto body = stamped(size, now);
+        int s = amqp_basic_publish(p.get(), channel, amqp_empty_bytes, amqp_cstring_bytes(queue.c_str()), 0, 0,
+                                   &props, amqp_bytes_t{body.size(), body.data()});
+        if (s != AMQP_STATUS_OK) throw std::runtime_error(std::string("basic.publish: ") + amqp_error_string2(s));
+        continue;
+      }
+      // Confirms until the next send is due. Waited for with ppoll: rabbitmq-c's own wait counts
+      // in milliseconds and spins below one, which would take a core from the servers measured.
+      if (!amqp_frames_enqueued(p.get()) && !amqp_data_in_buffer(p.get())) {
+        const std::chrono::nanoseconds wait = published < n ? std::chrono::nanoseconds(due - now) : std::chrono::seconds(30);
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
+        pollfd fd{amqp_get_sockfd(p.get()), POLLIN, 0};
+        timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+        if (int ready = ppoll(&fd, 1, &ts, nullptr); ready <= 0) {
+          if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("ppoll: ") + std::strerror(errno));
+          continue;
+        }
+      }
+      timeval tv{1, 0};  // a frame is arriving: its rest follows at once
+      amqp_frame_t frame;
+      int s = amqp_simple_wait_frame_noblock(p.get(), &frame, &tv);
+      if (s == AMQP_STATUS_TIMEOUT) continue;
+      if (s != AMQP_STATUS_OK) throw std::runtime_error(std::string("waiting for confirms: ") + amqp_error_string2(s));
+      if (frame.frame_type != AMQP_FRAME_METHOD || frame.payload.method.id != AMQP_BASIC_ACK_METHOD) {
+        throw std::runtime_error("unexpected frame while waiting for confirms (method " +
+                                 std::to_string(frame.payload.method.id) + ")");
+      }
+      auto* ack = static_cast<amqp_basic_ack_t*>(frame.payload.method.decoded);
+      const auto at = bench::clock::now();
+      const std::uint64_t before = confirms.confirmed();
+      const std::uint64_t first = ack->multiple ? before + 1 : ack->delivery_tag;
+      confirms.settle(ack->delivery_tag, ack->multiple != 0);
+      for (std::uint64_t tag = first; tag <= ack->delivery_tag && confirmed.size() < confirms.confirmed(); ++tag)
+        confirmed.push_back(bench::micros(at - sent[tag]));
+    }
+  } catch (...) {
+    consumer.detach();
+    throw;
+  }
+  consumer.join();
+  if (consumer_failed) std::rethrow_exception(consumer_failed);
+  bench::report_latency(n, delivered, confirmed);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     bench::options o(argc, argv,
                      {{"host", "127.0.0.1"}, {"port", "5672"}, {"mode", "publish"}, {"messages", "50000"},
-                      {"size", "100"}, {"window", "256"}, {"prefetch", "100"}, {"queue", "bench"}});
+                      {"size", "100"}, {"window", "256"}, {"prefetch", "100"}, {"queue", "bench"},
+                      {"rate", "1000"}, {"seconds", "8"}});
     if (o.number("prefetch") > 65535) throw std::invalid_argument("--prefetch is at most 65535");
+    if (o.number("rate") > 1'000'000) throw std::invalid_argument("--rate is at most 1000000");
+    if (o.text("mode") == "latency") {
+      latency(o.text("host"), static_cast<int>(o.number("port")), o.text("queue"), o.number("rate"),
+              o.number("seconds"), o.number("size"), o.number("prefetch"));
+      return 0;
+    }
     auto c = open(o.text("host"), static_cast<int>(o.number("port")));
     if (o.text("mode") == "publish") {
       publish(c.get(), o.text("queue"), o.number("messages"), o.number("size"), o.number("window"));
     } else if (o.text("mode") == "consume") {
       consume(c.get(), o.text("queue"), o.number("messages"), o.number("prefetch"));
     } else {
-      throw std::invalid_argument("--mode '" + o.text("mode") + "' is neither publish nor consume");
+      throw std::invalid_argument("--mode '" + o.text("mode") + "' is none of publish, consume, latency");
     }
     return 0;
   } catch (const std::exception& e) {

@@ -3,10 +3,20 @@
 //                   --window awaiting their ack; timed to the last ack.
 //   --mode consume: a durable pull consumer, fetches of --batch, each message acked; timed
 //                   from the first fetch to the last ack; the stream is deleted afterwards.
-// Prints bench::report's line; any failure is a message on stderr and exit status 1.
+//   --mode latency: --rate messages a second for --seconds, each carrying its send time,
+//                   published asynchronously on one connection and read on another by a plain
+//                   pull consumer (requests of --batch kept outstanding, each message acked):
+//                   publish→deliver and publish→ack per message. Both connections send at once
+//                   (nats.c's SendAsap): JetStream's best at these rates, the floor.
+// Prints bench::report's line (latency: bench::report_latency's); any failure is a message on
+// stderr and exit status 1.
 #include <nats/nats.h>
 
 #include <atomic>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -38,9 +48,14 @@ void close_drained(natsConnection* nc) {
   natsConnection_Destroy(nc);
 }
 
-connection connect(const std::string& url) {
+connection connect(const std::string& url, bool send_asap = false) {
+  natsOptions* opts = nullptr;
+  check(natsOptions_Create(&opts), "options");
+  std::unique_ptr<natsOptions, void (*)(natsOptions*)> owned(opts, natsOptions_Destroy);
+  check(natsOptions_SetURL(opts, url.c_str()), "url " + url);
+  check(natsOptions_SetSendAsap(opts, send_asap), "send asap");
   natsConnection* raw = nullptr;
-  check(natsConnection_ConnectTo(&raw, url.c_str()), "connect to " + url);
+  check(natsConnection_Connect(&raw, opts), "connect to " + url);
   return connection(raw, close_drained);
 }
 
@@ -108,6 +123,127 @@ void consume(jsCtx* js, const std::string& stream, const std::string& subject, s
   check(js_DeleteStream(js, stream.c_str(), nullptr, &err), "delete stream " + stream);
 }
 
+// ---- latency mode ------------------------------------------------------------------------
+
+std::int64_t now_ns() { return bench::clock::now().time_since_epoch().count(); }
+
+std::int64_t stamp_of(natsMsg* m) {
+  std::int64_t ns = 0;
+  if (natsMsg_GetDataLength(m) >= static_cast<int>(sizeof ns)) std::memcpy(&ns, natsMsg_GetData(m), sizeof ns);
+  return ns;
+}
+
+// Filled on nats.c's threads, read by main once every message is in.
+struct timings {
+  std::mutex mutex;
+  std::vector<double> delivered, confirmed;
+  std::atomic<std::uint64_t> received{0}, acked{0};
+  std::atomic<std::uint32_t> asked{0};
+};
+
+void on_ack(jsCtx*, natsMsg* m, jsPubAck*, jsPubAckErr* err, void* closure) {
+  auto* t = static_cast<timings*>(closure);
+  const double us = static_cast<double>(now_ns() - stamp_of(m)) / 1000.0;
+  if (err == nullptr) {
+    std::lock_guard lock(t->mutex);
+    t->confirmed.push_back(us);
+  } else {
+    publish_errors.fetch_add(1);
+  }
+  t->acked.fetch_add(1);
+  natsMsg_Destroy(m);
+}
+
+struct puller {
+  natsConnection* nc;
+  std::string next_subject, inbox;
+  std::uint32_t batch;
+  timings* t;
+  void ask() {
+    const std::string body = "{\"batch\":" + std::to_string(batch) + ",\"expires\":5000000000}";
+    t->asked.fetch_add(batch);
+    natsConnection_PublishRequest(nc, next_subject.c_str(), inbox.c_str(), body.data(), static_cast<int>(body.size()));
+  }
+};
+
+// A plain pull consumer: messages and the end of each request arrive on one inbox; a new
+// request goes out whenever half of what was asked for has come (or a request ended).
+void on_pulled(natsConnection*, natsSubscription*, natsMsg* m, void* closure) {
+  auto* p = static_cast<puller*>(closure);
+  const char* reply = natsMsg_GetReply(m);
+  if (reply != nullptr && std::strncmp(reply, "$JS.ACK.", 8) == 0) {
+    const double us = static_cast<double>(now_ns() - stamp_of(m)) / 1000.0;
+    {
+      std::lock_guard lock(p->t->mutex);
+      p->t->delivered.push_back(us);
+    }
+    natsConnection_PublishString(p->nc, reply, "+ACK");
+    p->t->received.fetch_add(1);
+    if (p->t->asked.fetch_sub(1) - 1 <= p->batch / 2) p->ask();
+  } else {
+    // A status: the request ended (408 expired, …); what it did not bring is asked again.
+    const char* pending = nullptr;
+    std::uint32_t unfilled = 0;
+    if (natsMsgHeader_Get(m, "Nats-Pending-Messages", &pending) == NATS_OK && pending != nullptr)
+      unfilled = static_cast<std::uint32_t>(std::strtoul(pending, nullptr, 10));
+    p->t->asked.fetch_sub(std::min(unfilled, p->t->asked.load()));
+    if (p->t->asked.load() <= p->batch / 2) p->ask();
+  }
+  natsMsg_Destroy(m);
+}
+
+void latency(const std::string& url, const std::string& stream, const std::string& subject, std::uint64_t rate,
+             std::uint64_t seconds, std::size_t size, std::uint32_t batch) {
+  timings t;
+  auto pub = connect(url, true);
+  auto sub = connect(url, true);
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.PublishAsync.MaxPending = 100000;
+  jo.PublishAsync.AckHandler = on_ack;
+  jo.PublishAsync.AckHandlerClosure = &t;
+  jsCtx* raw_js = nullptr;
+  check(natsConnection_JetStream(&raw_js, pub.get(), &jo), "JetStream context");
+  context js(raw_js, jsCtx_Destroy);
+  add_stream(js.get(), stream, subject, 1);
+  jsErrCode err = static_cast<jsErrCode>(0);
+  jsConsumerConfig cc;
+  jsConsumerConfig_Init(&cc);
+  cc.Durable = "latency";
+  cc.AckPolicy = js_AckExplicit;
+  cc.FilterSubject = subject.c_str();
+  jsConsumerInfo* ci = nullptr;
+  check(js_AddConsumer(&ci, js.get(), stream.c_str(), &cc, nullptr, &err), "add consumer");
+  jsConsumerInfo_Destroy(ci);
+  puller p{sub.get(), "$JS.API.CONSUMER.MSG.NEXT." + stream + ".latency", "_INBOX.latency", batch, &t};
+  natsSubscription* raw_sub = nullptr;
+  check(natsConnection_Subscribe(&raw_sub, sub.get(), p.inbox.c_str(), on_pulled, &p), "subscribe");
+  subscription inbox(raw_sub, natsSubscription_Destroy);
+  natsSubscription_SetPendingLimits(raw_sub, -1, -1);
+  p.ask();
+  const std::uint64_t n = rate * seconds;
+  const auto start = bench::clock::now();
+  const auto interval = std::chrono::nanoseconds(1'000'000'000 / rate);
+  std::string body(std::max<std::size_t>(size, 8), 'x');
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::this_thread::sleep_until(start + interval * i);
+    const std::int64_t ns = now_ns();
+    std::memcpy(body.data(), &ns, sizeof ns);
+    check(js_PublishAsync(js.get(), subject.c_str(), body.data(), static_cast<int>(body.size()), nullptr), "publish");
+  }
+  const auto deadline = bench::clock::now() + std::chrono::seconds(30);
+  while ((t.received.load() < n || t.acked.load() < n) && bench::clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (t.received.load() < n || t.acked.load() < n)
+    throw std::runtime_error("after 30 s: " + std::to_string(t.received.load()) + " delivered and " +
+                             std::to_string(t.acked.load()) + " acked of " + std::to_string(n));
+  if (auto errors = publish_errors.load()) throw std::runtime_error(std::to_string(errors) + " publishes failed");
+  inbox.reset();
+  std::lock_guard lock(t.mutex);
+  bench::report_latency(n, t.delivered, t.confirmed);
+  check(js_DeleteStream(js.get(), stream.c_str(), nullptr, &err), "delete stream " + stream);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,19 +252,23 @@ int main(int argc, char** argv) {
     bench::options o(argc, argv,
                      {{"url", "nats://127.0.0.1:4222"}, {"mode", "publish"}, {"messages", "50000"},
                       {"size", "100"}, {"window", "256"}, {"batch", "100"}, {"stream", "BENCH"},
-                      {"subject", "bench.msgs"}, {"replicas", "1"}});
+                      {"subject", "bench.msgs"}, {"replicas", "1"}, {"rate", "1000"}, {"seconds", "8"}});
     if (o.number("replicas") < 1 || o.number("replicas") > 5) throw std::invalid_argument("--replicas is 1 to 5");
     if (o.number("batch") > 10000) throw std::invalid_argument("--batch is at most 10000");
-    auto nc = connect(o.text("url"));
-    auto js = jetstream(nc.get(), o.number("window"));
-    if (o.text("mode") == "publish") {
+    if (o.number("rate") > 1'000'000) throw std::invalid_argument("--rate is at most 1000000");
+    if (o.text("mode") == "latency") {
+      latency(o.text("url"), o.text("stream"), o.text("subject"), o.number("rate"), o.number("seconds"),
+              o.number("size"), static_cast<std::uint32_t>(o.number("batch")));
+    } else if (auto nc = connect(o.text("url")); o.text("mode") == "publish") {
+      auto js = jetstream(nc.get(), o.number("window"));
       publish(js.get(), o.text("stream"), o.text("subject"), o.number("messages"), o.number("size"),
               static_cast<int>(o.number("replicas")));
     } else if (o.text("mode") == "consume") {
+      auto js = jetstream(nc.get(), o.number("window"));
       consume(js.get(), o.text("stream"), o.text("subject"), o.number("messages"),
               static_cast<int>(o.number("batch")));
     } else {
-      throw std::invalid_argument("--mode '" + o.text("mode") + "' is neither publish nor consume");
+      throw std::invalid_argument("--mode '" + o.text("mode") + "' is none of publish, consume, latency");
     }
     status = 0;
   } catch (const std::exception& e) {

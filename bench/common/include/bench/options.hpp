@@ -1,12 +1,16 @@
 #pragma once
 // `--name value` flags for the throughput clients, and the single result line bench/run reads.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace bench {
 
@@ -49,6 +53,28 @@ class options {
 };
 
 using clock = std::chrono::steady_clock;
+
+inline double micros(clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+// The q-quantile (0..1) of `values`, which it sorts: nearest rank.
+inline double quantile(std::vector<double>& values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size())));
+  return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+// One line, parsed by bench/run: "messages=<n> deliver_p50=<µs> … confirm_p999=<µs>".
+inline void report_latency(std::uint64_t messages, std::vector<double> delivered, std::vector<double> confirmed) {
+  std::printf("messages=%llu", static_cast<unsigned long long>(messages));
+  for (auto [name, values] : {std::pair{"deliver", &delivered}, std::pair{"confirm", &confirmed}}) {
+    for (auto [label, q] : {std::pair{"p50", 0.5}, std::pair{"p90", 0.9}, std::pair{"p99", 0.99},
+                            std::pair{"p999", 0.999}}) {
+      std::printf(" %s_%s=%.0f", name, label, quantile(*values, q));
+    }
+  }
+  std::printf("\n");
+}
 
 // One line, parsed by bench/run: "rate=<msg/s> messages=<n> seconds=<s>".
 inline void report(std::uint64_t messages, clock::time_point start, clock::time_point end) {

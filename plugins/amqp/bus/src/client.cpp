@@ -34,6 +34,13 @@ bool client::exact_filtered_counts() const { return overlapping_filters_; }
 namespace amqp::bus::detail {
 
 namespace {
+// Publishes sent at once, in flight at most; and the trickle a buffered burst has dwindled to
+// when the next publish waits for it to drain and goes at once.
+constexpr std::size_t at_once_in_flight = 16;
+constexpr std::size_t trickle = 2;
+}  // namespace
+
+namespace {
 
 constexpr std::chrono::milliseconds sweep_period{250};
 constexpr std::chrono::milliseconds retry_pause{250};  // after "no responders", before the next attempt
@@ -63,13 +70,17 @@ void client_impl::publish(std::string subject, std::string amqp_props_b64, std::
     boost::asio::post(p.ex, [done = std::move(p.done)] { done(failure("publish", "bus client is closed")); });
     return;
   }
+  // A buffered burst that has dwindled to a trickle drains, and what follows goes at once.
+  if (!publishing_at_once_ && !in_flight_.empty() && in_flight_.size() <= trickle) switching_ = true;
   // FIFO: while anything waits, newcomers wait behind it, so publish order is send order.
-  if (!waiting_.empty() || in_flight_.size() >= options_.max_publish_in_flight) {
+  if (!waiting_.empty() || !may_send_publish_locked()) {
     waiting_.emplace_back(id, std::move(p));
     return;
   }
   // Sent under the lock so that two publishers cannot overtake each other between the
-  // decision and the socket; natsConnection_PublishMsg only appends to nats.c's buffer.
+  // decision and the socket; natsConnection_PublishMsg appends to nats.c's buffer, or writes
+  // one message at once.
+  if (in_flight_.empty()) publishing_at_once_ = naks_.empty();
   auto [it, inserted] = in_flight_.emplace(id, std::move(p));
   if (auto sent = send_publish(id, it->second); !sent) {
     auto failed = std::move(it->second);
@@ -81,6 +92,16 @@ void client_impl::publish(std::string subject, std::string amqp_props_b64, std::
   arm_sweep();
 }
 
+// With mutex_ held. Publishes sent at once are few at a time: a publisher that keeps more in
+// flight has its next ones wait until those are answered, and then go buffered; nothing is sent
+// while the connection changes. A NAK the server has not applied yet went on the buffered
+// connection, and a publish after it must not overtake it (a requeued message stays ahead of
+// later ones): such a publish goes buffered, behind it.
+bool client_impl::may_send_publish_locked() const {
+  if (switching_ || in_flight_.size() >= options_.max_publish_in_flight) return false;
+  return !publishing_at_once_ || (in_flight_.size() < at_once_in_flight && naks_.empty());
+}
+
 std::size_t client_impl::publish_backlog() const {
   std::lock_guard lock{mutex_};
   return in_flight_.size() + waiting_.size();
@@ -88,17 +109,19 @@ std::size_t client_impl::publish_backlog() const {
 
 bus_status client_impl::send_publish(std::uint64_t id, pending_publish& p) {
   // "<inbox>.a.<id>", built without an allocation (start_inbox bounds the inbox).
+  p.at_once = publishing_at_once_;
+  const std::string& inbox = p.at_once ? at_once_inbox_ : inbox_;
   char reply[max_inbox_size + 3 + 20 + 1];  // ".a.", the digits of a 64-bit id, NUL
-  std::memcpy(reply, inbox_.data(), inbox_.size());
-  std::memcpy(reply + inbox_.size(), ".a.", 3);
-  *std::to_chars(reply + inbox_.size() + 3, reply + sizeof reply - 1, id).ptr = '\0';
+  std::memcpy(reply, inbox.data(), inbox.size());
+  std::memcpy(reply + inbox.size(), ".a.", 3);
+  *std::to_chars(reply + inbox.size() + 3, reply + sizeof reply - 1, id).ptr = '\0';
   natsMsg* raw = nullptr;
   natsStatus s = natsMsg_Create(&raw, p.subject.c_str(), reply, p.body.data(), static_cast<int>(p.body.size()));
   msg_ptr msg{raw};
   if (s == NATS_OK && !p.props_b64.empty()) s = natsMsgHeader_Set(msg.get(), props_header, p.props_b64.c_str());
   // The reply subject names this client and publish uniquely: the stream's id for a retry.
-  if (s == NATS_OK && retry_publishes_) s = natsMsgHeader_Set(msg.get(), "Nats-Msg-Id", reply + inbox_.rfind('.') + 1);
-  if (s == NATS_OK) s = natsConnection_PublishMsg(conn_.get(), msg.get());
+  if (s == NATS_OK && retry_publishes_) s = natsMsgHeader_Set(msg.get(), "Nats-Msg-Id", reply + inbox.rfind('.') + 1);
+  if (s == NATS_OK) s = natsConnection_PublishMsg(p.at_once ? control_.get() : conn_.get(), msg.get());
   p.sent_at = std::chrono::steady_clock::now();
   if (p.first_sent_at == std::chrono::steady_clock::time_point{}) p.first_sent_at = p.sent_at;
   if (retry_publishes_ && s == NATS_OK)
@@ -131,7 +154,14 @@ void client_impl::complete_publish(std::uint64_t id, bus_status status) {
 
 // With mutex_ held: move waiting publishes onto the wire while there is room.
 void client_impl::send_waiting_locked() {
-  while (!waiting_.empty() && in_flight_.size() < options_.max_publish_in_flight && !closed_) {
+  // The connection changes once what is in flight is answered: a backlog goes buffered, a few
+  // at once.
+  if (!in_flight_.empty() && (publishing_at_once_ || switching_)) return;
+  if (in_flight_.empty()) {
+    switching_ = false;
+    publishing_at_once_ = waiting_.size() < at_once_in_flight && naks_.empty();
+  }
+  while (!waiting_.empty() && may_send_publish_locked() && !closed_) {
     auto [id, p] = std::move(waiting_.front());
     waiting_.pop_front();
     auto [it, inserted] = in_flight_.emplace(id, std::move(p));
@@ -194,7 +224,8 @@ bool client_impl::retry_or_keep_locked(pending_publish& p, std::chrono::steady_c
   if (now - p.first_sent_at >= options_.publish_timeout) return false;
   p.retry_at = {};
   p.sent_at = now;
-  if (p.msg) natsConnection_PublishMsg(conn_.get(), p.msg.get());  // a failed send is the next attempt's
+  // On its first attempt's connection: the one its reply inbox is subscribed on.
+  if (p.msg) natsConnection_PublishMsg(p.at_once ? control_.get() : conn_.get(), p.msg.get());  // a failed send is the next attempt's
   return true;
 }
 
@@ -245,12 +276,16 @@ void client_impl::close() {
   }
   for (auto& w : watches) w->stop();
   if (conn_) natsConnection_FlushTimeout(conn_.get(), 1000);  // pending acks reach the server
-  if (inbox_sub_) {
-    // Wait (bounded) until the subscription's callback can no longer run: it uses `this`.
-    if (natsSubscription_Unsubscribe(inbox_sub_.get()) == NATS_OK) {
-      std::unique_lock lock{inbox_done_mutex_};
-      inbox_done_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return inbox_done_; });
+  // Wait (bounded) until the subscriptions' callbacks can no longer run: they use `this`.
+  for (auto* sub : {&inbox_sub_, &at_once_sub_}) {
+    if (*sub && natsSubscription_Unsubscribe(sub->get()) != NATS_OK) {
+      std::lock_guard lock{inbox_done_mutex_};
+      --inbox_subs_open_;  // no callback will say it
     }
+  }
+  {
+    std::unique_lock lock{inbox_done_mutex_};
+    inbox_done_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return inbox_subs_open_ <= 0; });
   }
   fail_all_publishes("the bus client was closed before the bus confirmed");
   delete_probe();
@@ -262,6 +297,7 @@ void client_impl::close() {
   if (control_) natsConnection_Close(control_.get());
   if (conn_) natsConnection_Close(conn_.get());
   inbox_sub_.reset();
+  at_once_sub_.reset();
   kv_.reset();
   js_.reset();
   control_.reset();

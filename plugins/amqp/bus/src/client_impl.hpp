@@ -209,6 +209,7 @@ class client_impl final : public client {
     std::chrono::steady_clock::time_point sent_at{};   // the latest attempt
     std::chrono::steady_clock::time_point retry_at{};  // set: send again then (retry_publish)
     msg_ptr msg;                                       // kept for a retry while retries are on
+    bool at_once = false;  // sent on control_, its reply to at_once_inbox_ (publishing_at_once_)
   };
   struct pending_direct {  // a direct publish waiting to hear whether anyone received it
     boost::asio::any_io_executor ex;
@@ -269,6 +270,7 @@ class client_impl final : public client {
   void complete_direct(std::uint64_t id, bool received);
   void send_waiting_locked();
   bus_status send_publish(std::uint64_t id, pending_publish& p);
+  bool may_send_publish_locked() const;
   void retry_publish(std::uint64_t id, const std::string& why);
   bool retry_or_keep_locked(pending_publish& p, std::chrono::steady_clock::time_point now);
   void nak_answered(std::uint64_t id);
@@ -293,14 +295,24 @@ class client_impl final : public client {
   static constexpr std::size_t max_inbox_size = 64;
   std::string inbox_;  // "_INBOX.<nuid>": 29 characters
   subscription_ptr inbox_sub_;
+  // The replies to publishes sent on control_: a "no responders" answer comes back only on the
+  // connection that published, so that connection subscribes an inbox of its own.
+  std::string at_once_inbox_;
+  subscription_ptr at_once_sub_;
   std::mutex inbox_done_mutex_;
   std::condition_variable inbox_done_cv_;
-  bool inbox_done_ = false;
+  int inbox_subs_open_ = 0;  // until each subscription's callback can no longer run
 
   mutable std::mutex mutex_;  // guards everything below, to held_mutex_
   std::unordered_map<const puller_impl*, std::weak_ptr<puller_impl>> pullers_;
   std::map<std::uint64_t, pending_publish> in_flight_;  // id order = send order
   std::deque<std::pair<std::uint64_t, pending_publish>> waiting_;
+  // Which connection carries the publishes in flight (all of them: two connections are two
+  // queues on the server, which may store them out of order). A lone publish goes on the one
+  // that sends at once, so it does not wait for nats.c's flusher (a millisecond); a backlog goes
+  // on the buffered one. The connection changes only when nothing is in flight.
+  bool publishing_at_once_ = false;
+  bool switching_ = false;  // nothing is sent until what is in flight is answered
   std::map<std::uint64_t, pending_direct> directs_;
   std::vector<std::weak_ptr<topology_watch::state>> watches_;
   std::unordered_map<std::uint64_t, std::string> naks_;        // unanswered NAK id → queue

@@ -5,6 +5,8 @@
 #include <boost/asio/post.hpp>
 #include <charconv>
 
+#include <tuple>
+
 #include "client_impl.hpp"
 #include "error.hpp"
 
@@ -244,22 +246,29 @@ std::vector<client_impl::resume_fn> client_impl::expire_barriers_locked(
 
 bus_status client_impl::start_inbox() {
   const std::string step = "reply subscription";
-  natsInbox* raw_inbox = nullptr;
-  if (natsStatus s = natsInbox_Create(&raw_inbox); s != NATS_OK) return nats_failure(step, s);
-  inbox_ptr inbox{raw_inbox};
-  inbox_ = inbox.get();
-  if (inbox_.size() > max_inbox_size)  // send_publish builds "<inbox>.a.<id>" in a fixed buffer
-    return failure(step, "nats.c made an inbox of " + std::to_string(inbox_.size()) + " characters, more than " +
-                             std::to_string(max_inbox_size));
-  natsSubscription* sub = nullptr;
-  natsStatus s = natsConnection_Subscribe(&sub, conn_.get(), (inbox_ + ".>").c_str(), &client_impl::on_inbox_msg, this);
-  if (s != NATS_OK) return nats_failure(step, s);
-  inbox_sub_.reset(sub);
-  // Deliveries are bounded by the batches asked for; do not let the default limits drop them.
-  s = natsSubscription_SetPendingLimits(sub, 1'000'000, 1024 * 1024 * 1024);
-  if (s == NATS_OK) s = natsSubscription_SetOnCompleteCB(sub, &client_impl::on_inbox_complete, this);
-  if (s == NATS_OK) s = natsConnection_FlushTimeout(conn_.get(), request_timeout_ms());
-  if (s != NATS_OK) return nats_failure(step, s);
+  for (auto [name, sub, conn] : {std::tuple{&inbox_, &inbox_sub_, conn_.get()},
+                                 std::tuple{&at_once_inbox_, &at_once_sub_, control_.get()}}) {
+    natsInbox* raw_inbox = nullptr;
+    if (natsStatus s = natsInbox_Create(&raw_inbox); s != NATS_OK) return nats_failure(step, s);
+    inbox_ptr inbox{raw_inbox};
+    *name = inbox.get();
+    if (name->size() > max_inbox_size)  // send_publish builds "<inbox>.a.<id>" in a fixed buffer
+      return failure(step, "nats.c made an inbox of " + std::to_string(name->size()) + " characters, more than " +
+                               std::to_string(max_inbox_size));
+    natsSubscription* raw = nullptr;
+    natsStatus s = natsConnection_Subscribe(&raw, conn, (*name + ".>").c_str(), &client_impl::on_inbox_msg, this);
+    if (s != NATS_OK) return nats_failure(step, s);
+    sub->reset(raw);
+    {
+      std::lock_guard lock{inbox_done_mutex_};
+      ++inbox_subs_open_;
+    }
+    // Deliveries are bounded by the batches asked for; do not let the default limits drop them.
+    s = natsSubscription_SetPendingLimits(raw, 1'000'000, 1024 * 1024 * 1024);
+    if (s == NATS_OK) s = natsSubscription_SetOnCompleteCB(raw, &client_impl::on_inbox_complete, this);
+    if (s == NATS_OK) s = natsConnection_FlushTimeout(conn, request_timeout_ms());
+    if (s != NATS_OK) return nats_failure(step, s);
+  }
   std::lock_guard lock{mutex_};
   sweep_timer_ = std::make_unique<boost::asio::steady_timer>(workers_->get_executor());
   return bus_ok();
@@ -275,14 +284,15 @@ void client_impl::on_inbox_msg(natsConnection*, natsSubscription*, natsMsg* msg,
 void client_impl::on_inbox_complete(void* closure) {
   auto* self = static_cast<client_impl*>(closure);
   std::lock_guard lock{self->inbox_done_mutex_};
-  self->inbox_done_ = true;
+  --self->inbox_subs_open_;
   self->inbox_done_cv_.notify_all();
 }
 
 void client_impl::route_inbox(natsMsg* msg) {
   std::string_view subject = natsMsg_GetSubject(msg);
-  if (subject.size() < inbox_.size() + 3) return;
-  subject.remove_prefix(inbox_.size() + 1);
+  const std::string& inbox = subject.starts_with(at_once_inbox_) ? at_once_inbox_ : inbox_;
+  if (subject.size() < inbox.size() + 3) return;
+  subject.remove_prefix(inbox.size() + 1);
   std::uint64_t id = 0;
   if (subject[1] != '.' || !to_u64(subject.substr(2), id)) return;
   if (subject[0] == 'n') return nak_answered(id);
