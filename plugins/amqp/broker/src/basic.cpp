@@ -205,9 +205,8 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   // count (what the server never delivered) leaves out: the queue is counted first, as a passive
   // declare counts it, with this message already held.
   void got(bus::delivery d) {
-    if (!s_.ctx.state().holds(queue_, d)) {
-      // Not routed here (a binding's window leaves it out): acked unseen, and the next one asked
-      // for once this puller's callback is over.
+    if (unseen(s_, queue_, d)) {
+      // Acked unseen, and the next one asked for once this puller's callback is over.
       s_.ctx.bus().ack(d.reply);
       boost::asio::post(s_.ctx.executor(), [weak = weak_from_this()] {
         if (auto self = weak.lock()) self->pull();
@@ -279,6 +278,28 @@ class get_request final : public std::enable_shared_from_this<get_request> {
 };
 
 // ---- helpers shared with consumer.cpp ---------------------------------------------------
+
+namespace {
+
+// Age in whole milliseconds by the stream's clock, against the message's `expiration`.
+bool expired(const bus::delivery& d) {
+  if (!wire::has_expiration(d.amqp_props)) return false;
+  auto props = wire::decode_properties(
+      {reinterpret_cast<const std::uint8_t*>(d.amqp_props.data()), d.amqp_props.size()});
+  if (!props) return false;
+  auto ms = wire::expiration_ms(*props);
+  if (!ms || !*ms) return false;  // refused at publish; a bus-native writer's odd value is inert
+  const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::system_clock::now().time_since_epoch()).count();
+  if (now < 0 || static_cast<std::uint64_t>(now) <= d.stored_ns) return false;
+  return (static_cast<std::uint64_t>(now) - d.stored_ns) / 1'000'000 > **ms;
+}
+
+}  // namespace
+
+bool unseen(basic_state& s, const std::string& queue, const bus::delivery& d) {
+  return !s.ctx.state().holds(queue, d) || expired(d);
+}
 
 void pump_consumers(basic_state& s) {
   if (s.closed) return;

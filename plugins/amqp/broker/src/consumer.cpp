@@ -112,7 +112,7 @@ void consumer::on_delivery(bus::delivery d) {
     bus_->nak(d.reply);  // the channel is gone: back to the queue at once, never dropped
     return;
   }
-  if (!channel_->ctx.state().holds(options_.queue, d)) {
+  if (unseen(*channel_, options_.queue, d)) {
     bus_->ack(d.reply);
     give(1);
     pump();

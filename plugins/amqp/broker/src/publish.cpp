@@ -96,6 +96,19 @@ void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus
   }
 }
 
+// RabbitMQ refuses a publish whose `expiration` is not a count of milliseconds (406); one that
+// is expires in the queue (checked at delivery: basic.cpp, unseen).
+bool valid_expiration(channel_context& ctx, const std::string& property_octets) {
+  if (!wire::has_expiration(property_octets)) return true;  // cheap test first
+  auto props = wire::decode_properties(
+      {reinterpret_cast<const std::uint8_t*>(property_octets.data()), property_octets.size()});
+  if (!props) return true;  // the session decoded them already; nothing new to say here
+  auto ms = wire::expiration_ms(*props);
+  if (ms) return true;
+  ctx.fail(ms.error().code, ms.error().text, during);
+  return false;
+}
+
 // A reply_to of amq.rabbitmq.reply-to becomes this channel's reply address (RabbitMQ's direct
 // reply-to). False, with the channel failed, when the channel has no reply consumer.
 bool rewrite_direct_reply_to(basic_state& s, std::string& property_octets) {
@@ -166,6 +179,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
                during);
       return;
     }
+    if (!valid_expiration(chan, property_octets)) return;
     if (!rewrite_direct_reply_to(s, property_octets)) return;
     if (m.exchange.empty() && routing::names_direct_reply(m.routing_key)) {
       if (chan.confirms && !s.confirms.enabled()) s.confirms.select();

@@ -34,13 +34,11 @@ bool client::exact_filtered_counts() const { return overlapping_filters_; }
 namespace amqp::bus::detail {
 
 namespace {
+
 // Publishes sent at once, in flight at most; and the trickle a buffered burst has dwindled to
 // when the next publish waits for it to drain and goes at once.
 constexpr std::size_t at_once_in_flight = 16;
 constexpr std::size_t trickle = 2;
-}  // namespace
-
-namespace {
 
 constexpr std::chrono::milliseconds sweep_period{250};
 constexpr std::chrono::milliseconds retry_pause{250};  // after "no responders", before the next attempt

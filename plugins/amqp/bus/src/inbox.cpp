@@ -64,9 +64,8 @@ bool parse_ack_subject(std::string_view reply, delivery& out) {
   const std::size_t base = ack_fields_at(t);
   if (base == 0) return false;
   std::uint64_t cseq = 0;
-  std::uint64_t ts = 0;
   return to_u64(t[base], out.delivered) && to_u64(t[base + 1], out.stream_seq) &&
-         to_u64(t[base + 2], cseq) && to_u64(t[base + 3], ts) && to_u64(t[base + 4], out.pending);
+         to_u64(t[base + 2], cseq) && to_u64(t[base + 3], out.stored_ns) && to_u64(t[base + 4], out.pending);
 }
 
 std::string_view consumer_of(std::string_view reply) {

@@ -25,6 +25,7 @@ TEST_CASE("ack subjects: v1 and v2 (domain, account hash, trailing token) forms"
   CHECK(d.delivered == 2);
   CHECK(d.stream_seq == 17);
   CHECK(d.pending == 3);
+  CHECK(d.stored_ns == 1700000000000000000);
   delivery v2;
   REQUIRE(detail::parse_ack_subject("$JS.ACK._.ACCHASH.AMQP.q1.1.42.9.1700000000000000000.0.XyZ", v2));
   CHECK(v2.delivered == 1);

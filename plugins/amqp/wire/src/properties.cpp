@@ -1,5 +1,6 @@
 // Content headers and the basic class's properties. Presence is the flag bit and nothing
 // else: a property that is present with a zero value stays present.
+#include <charconv>
 #include <string>
 
 #include "amqp/wire/codec.hpp"
@@ -116,6 +117,25 @@ std::string encode_properties(const basic_properties& props) {
   out[0] = static_cast<char>(flags >> 8);
   out[1] = static_cast<char>(flags & 0xFF);
   return out;
+}
+
+bool has_expiration(std::string_view property_octets) {
+  constexpr std::uint8_t expiration_bit = 1;  // bit 8 of the flags: the first octet's lowest
+  return !property_octets.empty() && (static_cast<std::uint8_t>(property_octets[0]) & expiration_bit) != 0;
+}
+
+result<std::optional<std::uint64_t>> expiration_ms(const basic_properties& props) {
+  if (!props.expiration) return std::optional<std::uint64_t>{};
+  const std::string& text = *props.expiration;
+  std::uint64_t ms = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || text[0] == '+' || text[0] == '-') {
+    return wire_error{reply_code::precondition_failed,
+                      "invalid expiration '" + text.substr(0, 64) +
+                          "': it is the milliseconds a message may wait in a queue, written as decimal digits "
+                          "(e.g. '60000')"};
+  }
+  return std::optional<std::uint64_t>{ms};
 }
 
 }  // namespace amqp::wire

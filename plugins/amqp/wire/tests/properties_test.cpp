@@ -112,5 +112,26 @@ TEST_CASE("flags naming properties basic does not define are a syntax error") {
   CHECK(missing.error().text.find("missing") != std::string::npos);
 }
 
+TEST_CASE("expiration: its flag read without decoding, and RabbitMQ's reading of its value") {
+  basic_properties p;
+  CHECK_FALSE(has_expiration(encode_properties(p)));
+  p.expiration = "60000";
+  p.content_type = "text/plain";
+  CHECK(has_expiration(encode_properties(p)));
+  CHECK(*expiration_ms(p) == std::optional<std::uint64_t>{60000});
+  p.expiration = "0";
+  CHECK(*expiration_ms(p) == std::optional<std::uint64_t>{0});
+  p.expiration.reset();
+  CHECK(*expiration_ms(p) == std::nullopt);
+  for (const char* bad : {"", "abc", "-1", "+1", "1.5", " 1", "1 ", "99999999999999999999999"}) {
+    CAPTURE(bad);
+    p.expiration = bad;
+    auto r = expiration_ms(p);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == reply_code::precondition_failed);
+    CHECK(r.error().text.find("invalid expiration '" + std::string(bad) + "'") != std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace amqp::wire

@@ -94,6 +94,7 @@ struct delivery {
   std::uint64_t stream_seq = 0;
   std::uint64_t delivered = 0;  // delivery count, 1 = first delivery
   std::uint64_t pending = 0;    // messages left for this consumer after this one
+  std::uint64_t stored_ns = 0;  // when the stream stored it (the server's clock, ns since the epoch)
 };
 
 // Why a pull request ended before it was filled. The caller decides whether to ask again.
