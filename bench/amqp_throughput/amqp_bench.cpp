@@ -1,8 +1,12 @@
 // Throughput of one AMQP 0-9-1 broker, measured the way a RabbitMQ client application sees it:
 //   --mode publish: persistent messages to a durable queue through the default exchange, with
 //                   publisher confirms and at most --window unconfirmed; timed to the last confirm.
+//                   --connections N: N publishers, each on a connection and thread of its own,
+//                   share the messages. --queues Q > 1: to a fanout exchange bound by Q queues.
 //   --mode consume: basic.consume with prefetch --prefetch, basic.ack for each message; timed
-//                   from consume-ok to the last ack; the queue is deleted afterwards.
+//                   from the first consume to the last ack; the queue is deleted afterwards.
+//                   --queues Q > 1: the Q queues of the fanout, a consumer (connection, thread)
+//                   each, every one reading all the messages.
 //   --mode latency: --rate messages a second for --seconds, published with confirms on one
 //                   connection and consumed (prefetch --prefetch, ack each) on another; each
 //                   body carries its send time, so publish→deliver and publish→confirm are timed
@@ -17,6 +21,7 @@
 #include <cerrno>
 
 #include <cstring>
+#include <exception>
 #include <thread>
 #include <iostream>
 #include <memory>
@@ -121,9 +126,52 @@ void await_confirm(amqp_connection_state_t c, confirm_tracker& confirms) {
   }
 }
 
-void publish(amqp_connection_state_t c, const std::string& queue, std::uint64_t n, std::size_t size,
-             std::uint64_t window) {
-  declare(c, queue);
+// Where the publishes go: one queue through the default exchange, or (--queues Q > 1) a fanout
+// exchange bound by Q queues, each getting every message.
+struct target {
+  std::string exchange, key;
+  std::vector<std::string> queues;
+};
+
+target prepare(amqp_connection_state_t c, const std::string& queue, std::uint64_t queues) {
+  if (queues == 1) {
+    declare(c, queue);
+    return {"", queue, {queue}};
+  }
+  target t{queue + "-fan", "", {}};
+  amqp_exchange_declare(c, channel, amqp_cstring_bytes(t.exchange.c_str()), amqp_cstring_bytes("fanout"), 0, 1, 0, 0,
+                        amqp_empty_table);
+  expect_ok(c, "exchange.declare");
+  for (std::uint64_t i = 0; i < queues; ++i) {
+    t.queues.push_back(queue + "-" + std::to_string(i));
+    declare(c, t.queues.back());
+    amqp_queue_bind(c, channel, amqp_cstring_bytes(t.queues.back().c_str()), amqp_cstring_bytes(t.exchange.c_str()),
+                    amqp_empty_bytes, amqp_empty_table);
+    expect_ok(c, "queue.bind");
+  }
+  return t;
+}
+
+// Runs work(i) for i in [0, n) on n threads; the first failure is rethrown.
+template <class Work>
+void in_parallel(std::size_t n, Work work) {
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> failed(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        work(i);
+      } catch (...) {
+        failed[i] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& f : failed)
+    if (f) std::rethrow_exception(f);
+}
+
+void publish_some(amqp_connection_state_t c, const target& t, std::uint64_t n, std::size_t size, std::uint64_t window) {
   amqp_confirm_select(c, channel);
   expect_ok(c, "confirm.select");
   std::string body(size, 'x');
@@ -133,43 +181,71 @@ void publish(amqp_connection_state_t c, const std::string& queue, std::uint64_t 
   props.delivery_mode = 2;  // persistent, as a broker-backed queue would be used
   confirm_tracker confirms(n);
   std::uint64_t published = 0;
-  auto start = bench::clock::now();
   while (confirms.confirmed() < n) {
     while (published < n && published - confirms.confirmed() < window) {
-      int s = amqp_basic_publish(c, channel, amqp_empty_bytes, amqp_cstring_bytes(queue.c_str()), 0, 0,
-                                 &props, amqp_bytes_t{body.size(), body.data()});
+      int s = amqp_basic_publish(c, channel, amqp_cstring_bytes(t.exchange.c_str()), amqp_cstring_bytes(t.key.c_str()),
+                                 0, 0, &props, amqp_bytes_t{body.size(), body.data()});
       if (s != AMQP_STATUS_OK) throw std::runtime_error(std::string("basic.publish: ") + amqp_error_string2(s));
       ++published;
     }
     await_confirm(c, confirms);
   }
+}
+
+// --connections publishers, each on its own connection and thread, share the n messages.
+void publish(const std::string& host, int port, const std::string& queue, std::uint64_t n, std::size_t size,
+             std::uint64_t window, std::uint64_t connections, std::uint64_t queues) {
+  auto c = open(host, port);
+  const target t = prepare(c.get(), queue, queues);
+  std::vector<connection> publishers;
+  for (std::uint64_t i = 0; i < connections; ++i) publishers.push_back(open(host, port));
+  auto start = bench::clock::now();
+  in_parallel(connections, [&](std::size_t i) {
+    publish_some(publishers[i].get(), t, n / connections + (i == 0 ? n % connections : 0), size, window);
+  });
   bench::report(n, start, bench::clock::now());
 }
 
-void consume(amqp_connection_state_t c, const std::string& queue, std::uint64_t n, std::uint64_t prefetch) {
-  declare(c, queue);
+void consume_some(amqp_connection_state_t c, const std::string& queue, std::uint64_t n, std::uint64_t prefetch) {
   amqp_basic_qos(c, channel, 0, static_cast<std::uint16_t>(prefetch), 0);
   expect_ok(c, "basic.qos");
   amqp_basic_consume(c, channel, amqp_cstring_bytes(queue.c_str()), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
   expect_ok(c, "basic.consume");
-  auto start = bench::clock::now();
   for (std::uint64_t received = 0; received < n; ++received) {
     amqp_maybe_release_buffers(c);
     amqp_envelope_t envelope;
     timeval timeout{30, 0};
     auto r = amqp_consume_message(c, &envelope, &timeout, 0);
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
-      throw std::runtime_error("consuming after " + std::to_string(received) + " of " + std::to_string(n) +
-                               " messages: " + describe(r));
+      throw std::runtime_error("consuming " + queue + " after " + std::to_string(received) + " of " +
+                               std::to_string(n) + " messages: " + describe(r));
     }
     int s = amqp_basic_ack(c, channel, envelope.delivery_tag, 0);
     amqp_destroy_envelope(&envelope);
     if (s != AMQP_STATUS_OK) throw std::runtime_error(std::string("basic.ack: ") + amqp_error_string2(s));
   }
+}
+
+// Each queue the publish run filled is read by a consumer of its own (connection and thread);
+// timed from the first consume to the last ack of all of them; the queues go afterwards.
+void consume(const std::string& host, int port, const std::string& queue, std::uint64_t n, std::uint64_t prefetch,
+             std::uint64_t queues) {
+  auto c = open(host, port);
+  const target t = prepare(c.get(), queue, queues);
+  std::vector<connection> consumers;
+  for (std::uint64_t i = 0; i < queues; ++i) consumers.push_back(open(host, port));
+  auto start = bench::clock::now();
+  in_parallel(queues, [&](std::size_t i) { consume_some(consumers[i].get(), t.queues[i], n, prefetch); });
   auto end = bench::clock::now();
-  bench::report(n, start, end);
-  amqp_queue_delete(c, channel, amqp_cstring_bytes(queue.c_str()), 0, 0);
-  expect_ok(c, "queue.delete");
+  bench::report(n * queues, start, end);
+  for (const auto& q : t.queues) {
+    amqp_queue_delete(c.get(), channel, amqp_cstring_bytes(q.c_str()), 0, 0);
+    expect_ok(c.get(), "queue.delete");
+  }
+  if (!t.exchange.empty()) {
+    amqp_exchange_delete(c.get(), channel, amqp_cstring_bytes(t.exchange.c_str()), 0);
+    expect_ok(c.get(), "exchange.delete");
+  }
 }
 
 // A body of `size` octets (at least 8) beginning with its send time.
@@ -296,7 +372,9 @@ int main(int argc, char** argv) {
     bench::options o(argc, argv,
                      {{"host", "127.0.0.1"}, {"port", "5672"}, {"mode", "publish"}, {"messages", "50000"},
                       {"size", "100"}, {"window", "256"}, {"prefetch", "100"}, {"queue", "bench"},
-                      {"rate", "1000"}, {"seconds", "8"}});
+                      {"rate", "1000"}, {"seconds", "8"}, {"connections", "1"}, {"queues", "1"}});
+    if (o.number("connections") > 256) throw std::invalid_argument("--connections is at most 256");
+    if (o.number("queues") > 256) throw std::invalid_argument("--queues is at most 256");
     if (o.number("prefetch") > 65535) throw std::invalid_argument("--prefetch is at most 65535");
     if (o.number("rate") > 1'000'000) throw std::invalid_argument("--rate is at most 1000000");
     if (o.text("mode") == "latency") {
@@ -304,11 +382,13 @@ int main(int argc, char** argv) {
               o.number("seconds"), o.number("size"), o.number("prefetch"));
       return 0;
     }
-    auto c = open(o.text("host"), static_cast<int>(o.number("port")));
+    const auto host = o.text("host");
+    const auto port = static_cast<int>(o.number("port"));
     if (o.text("mode") == "publish") {
-      publish(c.get(), o.text("queue"), o.number("messages"), o.number("size"), o.number("window"));
+      publish(host, port, o.text("queue"), o.number("messages"), o.number("size"), o.number("window"),
+              o.number("connections"), o.number("queues"));
     } else if (o.text("mode") == "consume") {
-      consume(c.get(), o.text("queue"), o.number("messages"), o.number("prefetch"));
+      consume(host, port, o.text("queue"), o.number("messages"), o.number("prefetch"), o.number("queues"));
     } else {
       throw std::invalid_argument("--mode '" + o.text("mode") + "' is none of publish, consume, latency");
     }

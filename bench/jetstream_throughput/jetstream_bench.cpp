@@ -1,8 +1,11 @@
 // The same two measurements as amqp_bench, straight on JetStream with nats.c:
 //   --mode publish: a file-storage stream on --subject (--replicas, default 1), asynchronous publishes with at most
-//                   --window awaiting their ack; timed to the last ack.
+//                   --window awaiting their ack; timed to the last ack. --connections N: N
+//                   publishers, a connection and thread each, share the messages.
 //   --mode consume: a durable pull consumer, fetches of --batch, each message acked; timed
 //                   from the first fetch to the last ack; the stream is deleted afterwards.
+//                   --queues Q: Q such consumers (a connection and thread each), every one
+//                   reading all the messages (the work an AMQP fanout to Q queues asks for).
 //   --mode latency: --rate messages a second for --seconds, each carrying its send time,
 //                   published asynchronously on one connection and read on another by a plain
 //                   pull consumer (requests of --batch kept outstanding, each message acked):
@@ -15,6 +18,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <exception>
 #include <thread>
 #include <vector>
 #include <iostream>
@@ -82,33 +86,64 @@ void add_stream(jsCtx* js, const std::string& stream, const std::string& subject
   check(js_AddStream(nullptr, js, &cfg, nullptr, &err), "add stream " + stream + " (" + std::to_string(err) + ")");
 }
 
-void publish(jsCtx* js, const std::string& stream, const std::string& subject, std::uint64_t n, std::size_t size,
-             int replicas) {
-  add_stream(js, stream, subject, replicas);
+// Runs work(i) for i in [0, n) on n threads; the first failure is rethrown.
+template <class Work>
+void in_parallel(std::size_t n, Work work) {
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> failed(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        work(i);
+      } catch (...) {
+        failed[i] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& f : failed)
+    if (f) std::rethrow_exception(f);
+}
+
+// --connections publishers, each with a connection and JetStream context of its own, share the n
+// messages.
+void publish(const std::string& url, const std::string& stream, const std::string& subject, std::uint64_t n,
+             std::size_t size, std::uint64_t window, int replicas, std::uint64_t connections) {
+  std::vector<connection> ncs;
+  std::vector<context> jss;
+  for (std::uint64_t i = 0; i < connections; ++i) {
+    ncs.push_back(connect(url));
+    jss.push_back(jetstream(ncs.back().get(), window));
+  }
+  add_stream(jss.front().get(), stream, subject, replicas);
   std::string body(size, 'x');
   auto start = bench::clock::now();
-  for (std::uint64_t i = 0; i < n; ++i) {
-    check(js_PublishAsync(js, subject.c_str(), body.data(), static_cast<int>(body.size()), nullptr), "publish");
-  }
-  jsPubOptions wait;
-  jsPubOptions_Init(&wait);
-  wait.MaxWait = 60000;
-  check(js_PublishAsyncComplete(js, &wait), "waiting for publish acks");
+  in_parallel(connections, [&](std::size_t c) {
+    const std::uint64_t share = n / connections + (c == 0 ? n % connections : 0);
+    for (std::uint64_t i = 0; i < share; ++i) {
+      check(js_PublishAsync(jss[c].get(), subject.c_str(), body.data(), static_cast<int>(body.size()), nullptr),
+            "publish");
+    }
+    jsPubOptions wait;
+    jsPubOptions_Init(&wait);
+    wait.MaxWait = 60000;
+    check(js_PublishAsyncComplete(jss[c].get(), &wait), "waiting for publish acks");
+  });
   auto end = bench::clock::now();
   if (auto errors = publish_errors.load()) throw std::runtime_error(std::to_string(errors) + " publishes failed");
   bench::report(n, start, end);
 }
 
-void consume(jsCtx* js, const std::string& stream, const std::string& subject, std::uint64_t n, int batch) {
+void consume_some(jsCtx* js, const std::string& stream, const std::string& subject, const std::string& durable,
+                  std::uint64_t n, int batch) {
   jsSubOptions so;
   jsSubOptions_Init(&so);
   so.Stream = stream.c_str();
   natsSubscription* raw = nullptr;
   jsErrCode err = static_cast<jsErrCode>(0);
-  check(js_PullSubscribe(&raw, js, subject.c_str(), "bench", nullptr, &so, &err), "pull subscribe");
+  check(js_PullSubscribe(&raw, js, subject.c_str(), durable.c_str(), nullptr, &so, &err), "pull subscribe");
   subscription sub(raw, natsSubscription_Destroy);
   std::uint64_t received = 0;
-  auto start = bench::clock::now();
   while (received < n) {
     natsMsgList list{nullptr, 0};
     check(natsSubscription_Fetch(&list, sub.get(), batch, 30000, &err),
@@ -117,10 +152,26 @@ void consume(jsCtx* js, const std::string& stream, const std::string& subject, s
     received += static_cast<std::uint64_t>(list.Count);
     natsMsgList_Destroy(&list);
   }
+}
+
+// --queues durable pull consumers (a connection and thread each) read every message of the
+// stream; timed from the first fetch to the last ack of all; the stream goes afterwards.
+void consume(const std::string& url, const std::string& stream, const std::string& subject, std::uint64_t n, int batch,
+             std::uint64_t queues) {
+  std::vector<connection> ncs;
+  std::vector<context> jss;
+  for (std::uint64_t i = 0; i < queues; ++i) {
+    ncs.push_back(connect(url));
+    jss.push_back(jetstream(ncs.back().get(), 256));
+  }
+  auto start = bench::clock::now();
+  in_parallel(queues, [&](std::size_t q) {
+    consume_some(jss[q].get(), stream, subject, "bench" + std::to_string(q), n, batch);
+  });
   auto end = bench::clock::now();
-  bench::report(received, start, end);
-  sub.reset();
-  check(js_DeleteStream(js, stream.c_str(), nullptr, &err), "delete stream " + stream);
+  bench::report(n * queues, start, end);
+  jsErrCode err = static_cast<jsErrCode>(0);
+  check(js_DeleteStream(jss.front().get(), stream.c_str(), nullptr, &err), "delete stream " + stream);
 }
 
 // ---- latency mode ------------------------------------------------------------------------
@@ -252,21 +303,22 @@ int main(int argc, char** argv) {
     bench::options o(argc, argv,
                      {{"url", "nats://127.0.0.1:4222"}, {"mode", "publish"}, {"messages", "50000"},
                       {"size", "100"}, {"window", "256"}, {"batch", "100"}, {"stream", "BENCH"},
-                      {"subject", "bench.msgs"}, {"replicas", "1"}, {"rate", "1000"}, {"seconds", "8"}});
+                      {"subject", "bench.msgs"}, {"replicas", "1"}, {"rate", "1000"}, {"seconds", "8"},
+                      {"connections", "1"}, {"queues", "1"}});
+    if (o.number("connections") > 256) throw std::invalid_argument("--connections is at most 256");
+    if (o.number("queues") > 256) throw std::invalid_argument("--queues is at most 256");
     if (o.number("replicas") < 1 || o.number("replicas") > 5) throw std::invalid_argument("--replicas is 1 to 5");
     if (o.number("batch") > 10000) throw std::invalid_argument("--batch is at most 10000");
     if (o.number("rate") > 1'000'000) throw std::invalid_argument("--rate is at most 1000000");
     if (o.text("mode") == "latency") {
       latency(o.text("url"), o.text("stream"), o.text("subject"), o.number("rate"), o.number("seconds"),
               o.number("size"), static_cast<std::uint32_t>(o.number("batch")));
-    } else if (auto nc = connect(o.text("url")); o.text("mode") == "publish") {
-      auto js = jetstream(nc.get(), o.number("window"));
-      publish(js.get(), o.text("stream"), o.text("subject"), o.number("messages"), o.number("size"),
-              static_cast<int>(o.number("replicas")));
+    } else if (o.text("mode") == "publish") {
+      publish(o.text("url"), o.text("stream"), o.text("subject"), o.number("messages"), o.number("size"),
+              o.number("window"), static_cast<int>(o.number("replicas")), o.number("connections"));
     } else if (o.text("mode") == "consume") {
-      auto js = jetstream(nc.get(), o.number("window"));
-      consume(js.get(), o.text("stream"), o.text("subject"), o.number("messages"),
-              static_cast<int>(o.number("batch")));
+      consume(o.text("url"), o.text("stream"), o.text("subject"), o.number("messages"),
+              static_cast<int>(o.number("batch")), o.number("queues"));
     } else {
       throw std::invalid_argument("--mode '" + o.text("mode") + "' is none of publish, consume, latency");
     }
