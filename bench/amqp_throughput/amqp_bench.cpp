@@ -3,10 +3,12 @@
 //                   publisher confirms and at most --window unconfirmed; timed to the last confirm.
 //                   --connections N: N publishers, each on a connection and thread of its own,
 //                   share the messages. --queues Q > 1: to a fanout exchange bound by Q queues.
+//                   --spread Q > 1: to Q queues in turn, through the default exchange.
 //   --mode consume: basic.consume with prefetch --prefetch, basic.ack for each message; timed
 //                   from the first consume to the last ack; the queue is deleted afterwards.
 //                   --queues Q > 1: the Q queues of the fanout, a consumer (connection, thread)
-//                   each, every one reading all the messages.
+//                   each, every one reading all the messages; --spread Q: the Q queues, a
+//                   consumer each, reading its share.
 //   --mode latency: --rate messages a second for --seconds, published with confirms on one
 //                   connection and consumed (prefetch --prefetch, ack each) on another; each
 //                   body carries its send time, so publish→deliver and publish→confirm are timed
@@ -126,14 +128,25 @@ void await_confirm(amqp_connection_state_t c, confirm_tracker& confirms) {
   }
 }
 
-// Where the publishes go: one queue through the default exchange, or (--queues Q > 1) a fanout
-// exchange bound by Q queues, each getting every message.
+// Where the publishes go: one queue through the default exchange; (--queues Q > 1) a fanout
+// exchange bound by Q queues, each getting every message; or (--spread Q > 1) Q queues through
+// the default exchange in turn, each getting its share.
 struct target {
   std::string exchange, key;
   std::vector<std::string> queues;
+  bool spread = false;
+  const std::string& key_for(std::uint64_t i) const { return spread ? queues[i % queues.size()] : key; }
 };
 
-target prepare(amqp_connection_state_t c, const std::string& queue, std::uint64_t queues) {
+target prepare(amqp_connection_state_t c, const std::string& queue, std::uint64_t queues, std::uint64_t spread) {
+  if (spread > 1) {
+    target t{"", "", {}, true};
+    for (std::uint64_t i = 0; i < spread; ++i) {
+      t.queues.push_back(queue + "-" + std::to_string(i));
+      declare(c, t.queues.back());
+    }
+    return t;
+  }
   if (queues == 1) {
     declare(c, queue);
     return {"", queue, {queue}};
@@ -183,8 +196,9 @@ void publish_some(amqp_connection_state_t c, const target& t, std::uint64_t n, s
   std::uint64_t published = 0;
   while (confirms.confirmed() < n) {
     while (published < n && published - confirms.confirmed() < window) {
-      int s = amqp_basic_publish(c, channel, amqp_cstring_bytes(t.exchange.c_str()), amqp_cstring_bytes(t.key.c_str()),
-                                 0, 0, &props, amqp_bytes_t{body.size(), body.data()});
+      int s = amqp_basic_publish(c, channel, amqp_cstring_bytes(t.exchange.c_str()),
+                                 amqp_cstring_bytes(t.key_for(published).c_str()), 0, 0, &props,
+                                 amqp_bytes_t{body.size(), body.data()});
       if (s != AMQP_STATUS_OK) throw std::runtime_error(std::string("basic.publish: ") + amqp_error_string2(s));
       ++published;
     }
@@ -194,9 +208,9 @@ void publish_some(amqp_connection_state_t c, const target& t, std::uint64_t n, s
 
 // --connections publishers, each on its own connection and thread, share the n messages.
 void publish(const std::string& host, int port, const std::string& queue, std::uint64_t n, std::size_t size,
-             std::uint64_t window, std::uint64_t connections, std::uint64_t queues) {
+             std::uint64_t window, std::uint64_t connections, std::uint64_t queues, std::uint64_t spread) {
   auto c = open(host, port);
-  const target t = prepare(c.get(), queue, queues);
+  const target t = prepare(c.get(), queue, queues, spread);
   std::vector<connection> publishers;
   for (std::uint64_t i = 0; i < connections; ++i) publishers.push_back(open(host, port));
   auto start = bench::clock::now();
@@ -229,15 +243,17 @@ void consume_some(amqp_connection_state_t c, const std::string& queue, std::uint
 // Each queue the publish run filled is read by a consumer of its own (connection and thread);
 // timed from the first consume to the last ack of all of them; the queues go afterwards.
 void consume(const std::string& host, int port, const std::string& queue, std::uint64_t n, std::uint64_t prefetch,
-             std::uint64_t queues) {
+             std::uint64_t queues, std::uint64_t spread) {
   auto c = open(host, port);
-  const target t = prepare(c.get(), queue, queues);
+  const target t = prepare(c.get(), queue, queues, spread);
   std::vector<connection> consumers;
-  for (std::uint64_t i = 0; i < queues; ++i) consumers.push_back(open(host, port));
+  for (std::size_t i = 0; i < t.queues.size(); ++i) consumers.push_back(open(host, port));
+  // A fanout's queues each hold every message; spread queues a share each (in publish order).
+  auto holds = [&](std::size_t i) { return t.spread ? n / t.queues.size() + (i < n % t.queues.size() ? 1 : 0) : n; };
   auto start = bench::clock::now();
-  in_parallel(queues, [&](std::size_t i) { consume_some(consumers[i].get(), t.queues[i], n, prefetch); });
+  in_parallel(t.queues.size(), [&](std::size_t i) { consume_some(consumers[i].get(), t.queues[i], holds(i), prefetch); });
   auto end = bench::clock::now();
-  bench::report(n * queues, start, end);
+  bench::report(t.spread ? n : n * t.queues.size(), start, end);
   for (const auto& q : t.queues) {
     amqp_queue_delete(c.get(), channel, amqp_cstring_bytes(q.c_str()), 0, 0);
     expect_ok(c.get(), "queue.delete");
@@ -372,9 +388,13 @@ int main(int argc, char** argv) {
     bench::options o(argc, argv,
                      {{"host", "127.0.0.1"}, {"port", "5672"}, {"mode", "publish"}, {"messages", "50000"},
                       {"size", "100"}, {"window", "256"}, {"prefetch", "100"}, {"queue", "bench"},
-                      {"rate", "1000"}, {"seconds", "8"}, {"connections", "1"}, {"queues", "1"}});
+                      {"rate", "1000"}, {"seconds", "8"}, {"connections", "1"}, {"queues", "1"},
+                      {"spread", "1"}});
     if (o.number("connections") > 256) throw std::invalid_argument("--connections is at most 256");
-    if (o.number("queues") > 256) throw std::invalid_argument("--queues is at most 256");
+    if (o.number("queues") > 256 || o.number("spread") > 256)
+      throw std::invalid_argument("--queues and --spread are at most 256");
+    if (o.number("spread") > 1 && (o.number("queues") > 1 || o.number("connections") > 1))
+      throw std::invalid_argument("--spread (queues in turn, from one publisher) takes neither --queues nor --connections");
     if (o.number("prefetch") > 65535) throw std::invalid_argument("--prefetch is at most 65535");
     if (o.number("rate") > 1'000'000) throw std::invalid_argument("--rate is at most 1000000");
     if (o.text("mode") == "latency") {
@@ -386,9 +406,10 @@ int main(int argc, char** argv) {
     const auto port = static_cast<int>(o.number("port"));
     if (o.text("mode") == "publish") {
       publish(host, port, o.text("queue"), o.number("messages"), o.number("size"), o.number("window"),
-              o.number("connections"), o.number("queues"));
+              o.number("connections"), o.number("queues"), o.number("spread"));
     } else if (o.text("mode") == "consume") {
-      consume(host, port, o.text("queue"), o.number("messages"), o.number("prefetch"), o.number("queues"));
+      consume(host, port, o.text("queue"), o.number("messages"), o.number("prefetch"), o.number("queues"),
+              o.number("spread"));
     } else {
       throw std::invalid_argument("--mode '" + o.text("mode") + "' is none of publish, consume, latency");
     }

@@ -6,6 +6,8 @@
 //                   from the first fetch to the last ack; the stream is deleted afterwards.
 //                   --queues Q: Q such consumers (a connection and thread each), every one
 //                   reading all the messages (the work an AMQP fanout to Q queues asks for).
+//                   --spread Q (both modes): messages to `<subject>.0` … `<subject>.<Q-1>` in
+//                   turn, and Q consumers filtered on one each (Q AMQP queues with a consumer each).
 //   --mode latency: --rate messages a second for --seconds, each carrying its send time,
 //                   published asynchronously on one connection and read on another by a plain
 //                   pull consumer (requests of --batch kept outstanding, each message acked):
@@ -107,21 +109,27 @@ void in_parallel(std::size_t n, Work work) {
 
 // --connections publishers, each with a connection and JetStream context of its own, share the n
 // messages.
+// The subject of the i-th message: `subject`, or with --spread Q, `subject.<i mod Q>`.
+std::string subject_of(const std::string& subject, std::uint64_t spread, std::uint64_t i) {
+  return spread > 1 ? subject + "." + std::to_string(i % spread) : subject;
+}
+
 void publish(const std::string& url, const std::string& stream, const std::string& subject, std::uint64_t n,
-             std::size_t size, std::uint64_t window, int replicas, std::uint64_t connections) {
+             std::size_t size, std::uint64_t window, int replicas, std::uint64_t connections, std::uint64_t spread) {
   std::vector<connection> ncs;
   std::vector<context> jss;
   for (std::uint64_t i = 0; i < connections; ++i) {
     ncs.push_back(connect(url));
     jss.push_back(jetstream(ncs.back().get(), window));
   }
-  add_stream(jss.front().get(), stream, subject, replicas);
+  add_stream(jss.front().get(), stream, spread > 1 ? subject + ".>" : subject, replicas);
   std::string body(size, 'x');
   auto start = bench::clock::now();
   in_parallel(connections, [&](std::size_t c) {
     const std::uint64_t share = n / connections + (c == 0 ? n % connections : 0);
     for (std::uint64_t i = 0; i < share; ++i) {
-      check(js_PublishAsync(jss[c].get(), subject.c_str(), body.data(), static_cast<int>(body.size()), nullptr),
+      check(js_PublishAsync(jss[c].get(), subject_of(subject, spread, i).c_str(), body.data(),
+                            static_cast<int>(body.size()), nullptr),
             "publish");
     }
     jsPubOptions wait;
@@ -156,20 +164,27 @@ void consume_some(jsCtx* js, const std::string& stream, const std::string& subje
 
 // --queues durable pull consumers (a connection and thread each) read every message of the
 // stream; timed from the first fetch to the last ack of all; the stream goes afterwards.
+// With --spread Q instead, Q consumers each filtered on one of the Q subjects, reading its share.
 void consume(const std::string& url, const std::string& stream, const std::string& subject, std::uint64_t n, int batch,
-             std::uint64_t queues) {
+             std::uint64_t queues, std::uint64_t spread) {
+  const std::uint64_t readers = spread > 1 ? spread : queues;
   std::vector<connection> ncs;
   std::vector<context> jss;
-  for (std::uint64_t i = 0; i < queues; ++i) {
+  for (std::uint64_t i = 0; i < readers; ++i) {
     ncs.push_back(connect(url));
     jss.push_back(jetstream(ncs.back().get(), 256));
   }
   auto start = bench::clock::now();
-  in_parallel(queues, [&](std::size_t q) {
-    consume_some(jss[q].get(), stream, subject, "bench" + std::to_string(q), n, batch);
+  in_parallel(readers, [&](std::size_t q) {
+    if (spread > 1) {
+      consume_some(jss[q].get(), stream, subject_of(subject, spread, q), "bench" + std::to_string(q),
+                   n / spread + (q < n % spread ? 1 : 0), batch);
+    } else {
+      consume_some(jss[q].get(), stream, subject, "bench" + std::to_string(q), n, batch);
+    }
   });
   auto end = bench::clock::now();
-  bench::report(n * queues, start, end);
+  bench::report(spread > 1 ? n : n * queues, start, end);
   jsErrCode err = static_cast<jsErrCode>(0);
   check(js_DeleteStream(jss.front().get(), stream.c_str(), nullptr, &err), "delete stream " + stream);
 }
@@ -304,9 +319,12 @@ int main(int argc, char** argv) {
                      {{"url", "nats://127.0.0.1:4222"}, {"mode", "publish"}, {"messages", "50000"},
                       {"size", "100"}, {"window", "256"}, {"batch", "100"}, {"stream", "BENCH"},
                       {"subject", "bench.msgs"}, {"replicas", "1"}, {"rate", "1000"}, {"seconds", "8"},
-                      {"connections", "1"}, {"queues", "1"}});
+                      {"connections", "1"}, {"queues", "1"}, {"spread", "1"}});
     if (o.number("connections") > 256) throw std::invalid_argument("--connections is at most 256");
-    if (o.number("queues") > 256) throw std::invalid_argument("--queues is at most 256");
+    if (o.number("queues") > 256 || o.number("spread") > 256)
+      throw std::invalid_argument("--queues and --spread are at most 256");
+    if (o.number("spread") > 1 && (o.number("queues") > 1 || o.number("connections") > 1))
+      throw std::invalid_argument("--spread (subjects in turn, from one publisher) takes neither --queues nor --connections");
     if (o.number("replicas") < 1 || o.number("replicas") > 5) throw std::invalid_argument("--replicas is 1 to 5");
     if (o.number("batch") > 10000) throw std::invalid_argument("--batch is at most 10000");
     if (o.number("rate") > 1'000'000) throw std::invalid_argument("--rate is at most 1000000");
@@ -315,10 +333,11 @@ int main(int argc, char** argv) {
               o.number("size"), static_cast<std::uint32_t>(o.number("batch")));
     } else if (o.text("mode") == "publish") {
       publish(o.text("url"), o.text("stream"), o.text("subject"), o.number("messages"), o.number("size"),
-              o.number("window"), static_cast<int>(o.number("replicas")), o.number("connections"));
+              o.number("window"), static_cast<int>(o.number("replicas")), o.number("connections"),
+              o.number("spread"));
     } else if (o.text("mode") == "consume") {
       consume(o.text("url"), o.text("stream"), o.text("subject"), o.number("messages"),
-              static_cast<int>(o.number("batch")), o.number("queues"));
+              static_cast<int>(o.number("batch")), o.number("queues"), o.number("spread"));
     } else {
       throw std::invalid_argument("--mode '" + o.text("mode") + "' is none of publish, consume, latency");
     }
