@@ -281,24 +281,30 @@ class get_request final : public std::enable_shared_from_this<get_request> {
 
 namespace {
 
-// Age in whole milliseconds by the stream's clock, against the message's `expiration`.
-bool expired(const bus::delivery& d) {
-  if (!wire::has_expiration(d.amqp_props)) return false;
-  auto props = wire::decode_properties(
-      {reinterpret_cast<const std::uint8_t*>(d.amqp_props.data()), d.amqp_props.size()});
-  if (!props) return false;
-  auto ms = wire::expiration_ms(*props);
-  if (!ms || !*ms) return false;  // refused at publish; a bus-native writer's odd value is inert
+// Age in whole milliseconds by the stream's clock, against the lower of the message's
+// `expiration` and the queue's x-message-ttl (RabbitMQ takes the lower).
+bool expired(const bus::delivery& d, std::optional<std::uint64_t> queue_ttl) {
+  std::optional<std::uint64_t> ttl = queue_ttl;
+  if (wire::has_expiration(d.amqp_props)) {
+    auto props = wire::decode_properties(
+        {reinterpret_cast<const std::uint8_t*>(d.amqp_props.data()), d.amqp_props.size()});
+    // Refused at publish when it is not milliseconds; a bus-native writer's odd value is inert.
+    if (auto ms = props ? wire::expiration_ms(*props) : wire::result<std::optional<std::uint64_t>>{std::nullopt};
+        ms && *ms)
+      ttl = ttl ? std::min(*ttl, **ms) : **ms;
+  }
+  if (!ttl) return false;
   const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                        std::chrono::system_clock::now().time_since_epoch()).count();
   if (now < 0 || static_cast<std::uint64_t>(now) <= d.stored_ns) return false;
-  return (static_cast<std::uint64_t>(now) - d.stored_ns) / 1'000'000 > **ms;
+  return (static_cast<std::uint64_t>(now) - d.stored_ns) / 1'000'000 > *ttl;
 }
 
 }  // namespace
 
 bool unseen(basic_state& s, const std::string& queue, const bus::delivery& d) {
-  return !s.ctx.state().holds(queue, d) || expired(d);
+  const auto rules = s.ctx.state().rules_for(queue, d);
+  return !rules.routed || expired(d, rules.message_ttl);
 }
 
 void pump_consumers(basic_state& s) {

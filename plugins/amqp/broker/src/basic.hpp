@@ -128,8 +128,9 @@ struct basic_class::state : basic_state {
 // Re-arms every consumer's pulls (credit was released, possibly channel-wide).
 void pump_consumers(basic_state& s);
 // A message the queue's consumer read that its client must never see: not routed to the queue
-// (broker::holds), or waited in it longer than its `expiration` allows (RabbitMQ checks that
-// when a message reaches the queue's head). The caller acks it unseen.
+// (broker::rules_for), or waited in it longer than its `expiration` or the queue's
+// x-message-ttl allows (RabbitMQ checks that when a message reaches the queue's head). The
+// caller acks it unseen.
 bool unseen(basic_state& s, const std::string& queue, const bus::delivery& d);
 // Hands a bus delivery to the client: allocates the tag, records it outstanding unless
 // no-ack, writes method + header + bodies as one unit. Returns the tag.

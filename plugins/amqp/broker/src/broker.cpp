@@ -58,8 +58,11 @@ std::vector<std::string> broker::filters_of(const std::string& queue) const {
   return read_topology([&](const routing::topology& t) { return t.queue_filters(queue); });
 }
 
-bool broker::holds(const std::string& queue, const bus::delivery& d) const {
-  return read_topology([&](const routing::topology& t) { return t.admits(queue, d.subject, d.stream_seq); });
+broker::delivery_rules broker::rules_for(const std::string& queue, const bus::delivery& d) const {
+  return read_topology([&](const routing::topology& t) {
+    const auto* def = t.find_queue(queue);
+    return delivery_rules{t.admits(queue, d.subject, d.stream_seq), def ? def->message_ttl : std::nullopt};
+  });
 }
 
 void broker::apply_entry(const std::string& key, const std::optional<std::string>& value,

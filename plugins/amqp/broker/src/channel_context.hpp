@@ -70,8 +70,13 @@ class broker : public std::enable_shared_from_this<broker> {
   // default binding included). Empty when the queue is not in the mirror.
   std::vector<std::string> filters_of(const std::string& queue) const;
   // Was this delivery routed to the queue? Its consumer also reads what a binding's window
-  // leaves out (routing::topology::admits): such a delivery is acked unseen.
-  bool holds(const std::string& queue, const bus::delivery& d) const;
+  // leaves out (routing::topology::admits): such a delivery is acked unseen. And the queue's
+  // x-message-ttl, if it has one.
+  struct delivery_rules {
+    bool routed = true;
+    std::optional<std::uint64_t> message_ttl;
+  };
+  delivery_rules rules_for(const std::string& queue, const bus::delivery& d) const;
 
   // ---- exclusive queues (owned by one connection of THIS process; see broker.cpp on replicas)
   std::optional<std::uint64_t> exclusive_owner(const std::string& queue) const;

@@ -137,6 +137,12 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
   if (current.auto_delete != wanted.auto_delete) {
     return mismatch("auto_delete", wanted.auto_delete, current.auto_delete);
   }
+  if (current.message_ttl != wanted.message_ttl) {
+    auto text = [](const std::optional<std::uint64_t>& ms) { return ms ? std::to_string(*ms) : std::string("none"); };
+    ctx.fail(wire::reply_code::precondition_failed,
+             inequivalent("x-message-ttl", "queue", name, text(wanted.message_ttl), text(current.message_ttl)), key);
+    return false;
+  }
   return true;
 }
 
@@ -215,7 +221,11 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m) {
   if (auto refused = refused_queue_argument(m.arguments))
     return ctx.fail(wire::reply_code::not_implemented, *refused, key);
   if (!usable(ctx, name, key)) return;
-  const routing::queue_def wanted{m.durable, m.exclusive, m.auto_delete, {}};
+  std::string invalid;
+  const auto ttl = message_ttl_argument(m.arguments, name, invalid);
+  if (!invalid.empty()) return ctx.fail(wire::reply_code::precondition_failed, invalid, key);
+  routing::queue_def wanted{m.durable, m.exclusive, m.auto_delete, {}};
+  wanted.message_ttl = ttl;
   if (auto current = find(ctx, name)) {
     if (equivalent(ctx, name, *current, wanted)) answer_declare(ctx, name, m.no_wait);
     return;

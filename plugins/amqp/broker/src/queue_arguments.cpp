@@ -1,6 +1,7 @@
 #include "queue_arguments.hpp"
 
 #include <array>
+#include <type_traits>
 #include <string_view>
 #include <variant>
 
@@ -13,8 +14,7 @@ struct refused_argument {
 };
 
 // Each entry changes which messages a consumer receives; nothing on the bus does that.
-constexpr std::array<refused_argument, 10> refused{{
-    {"x-message-ttl", "messages do not expire here; drop the argument and discard stale messages in the consumer"},
+constexpr std::array<refused_argument, 9> refused{{
     {"x-dead-letter-exchange", "there is no dead-lettering; reject with requeue=false drops a message, so publish it to another exchange yourself before rejecting"},
     {"x-dead-letter-routing-key", "there is no dead-lettering; publish a rejected message to another exchange yourself"},
     {"x-max-length", "queues are not length-limited; bound the backlog in the publisher or with publisher confirms"},
@@ -48,6 +48,26 @@ std::optional<std::string> refused_queue_argument(const wire::field_table& argum
       if (type && *type == "stream")
         return sentence("x-queue-type=stream", "stream queues are not implemented; declare a classic or quorum queue");
     }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> message_ttl_argument(const wire::field_table& arguments, std::string_view queue,
+                                                  std::string& refusal) {
+  for (const auto& entry : arguments.entries) {
+    if (entry.name != "x-message-ttl") continue;
+    std::optional<std::int64_t> ms;
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) ms = static_cast<std::int64_t>(v);
+        },
+        entry.value.value);
+    if (ms && *ms >= 0) return static_cast<std::uint64_t>(*ms);
+    refusal = "invalid arg 'x-message-ttl' for queue '" + std::string(queue) + "' in vhost '/': " +
+              (ms ? "the value is negative" : "the value is not an integer") +
+              "; give the milliseconds a message may wait in the queue, e.g. 60000";
+    return std::nullopt;
   }
   return std::nullopt;
 }

@@ -130,6 +130,7 @@ std::string encode_queue(const queue_def& def) {
     }
     value["bindings"] = std::move(bindings);
   }
+  if (def.message_ttl) value["message_ttl"] = *def.message_ttl;
   if (!def.retired.empty()) {
     json retired = json::array();
     for (const auto& r : def.retired) {
@@ -170,6 +171,10 @@ outcome<queue_def> parse_queue(std::string_view text) {
     return malformed("queue", "durable, exclusive or auto_delete is not a boolean");
   }
   queue_def def{*durable, *exclusive, *auto_delete, {}, {}};
+  if (auto ttl = value->find("message_ttl"); ttl != value->end()) {
+    if (!ttl->is_number_unsigned()) return malformed("queue", "\"message_ttl\" is not a count of milliseconds");
+    def.message_ttl = ttl->get<std::uint64_t>();
+  }
   if (auto failed = parse_list(*value, "bindings", def.bindings, parse_binding)) return *failed;
   if (auto failed = parse_list(*value, "retired", def.retired, parse_retired)) return *failed;
   return def;

@@ -50,6 +50,8 @@ struct queue_def {
   bool auto_delete = false;
   std::vector<binding> bindings;
   std::vector<retired_binding> retired{};
+  // x-message-ttl: how many milliseconds a message may wait in this queue (RabbitMQ's queue TTL).
+  std::optional<std::uint64_t> message_ttl{};
   // Some route applies to only part of the stream (an `after`, or a retired binding).
   bool windowed() const;
   friend bool operator==(const queue_def&, const queue_def&) = default;
@@ -80,7 +82,8 @@ std::optional<bucket_key> parse_bucket_key(std::string_view key);
 // JSON, exactly the reference's: {"kind":"topic","durable":true} (+ "auto_delete":true,
 // "internal":true only when set); {"durable":bool,"exclusive":true?,"auto_delete":true?,
 // "bindings":[{"exchange":"x","key":"k","after":n?}]?, "retired":[{"filters":[…],"after":n?,
-// "until":n}]?} (optional members omitted when false/empty/0; the reference ignores the additions).
+// "until":n}]?, "message_ttl":ms?} (optional members omitted when false/empty/0/absent; the
+// reference ignores the additions).
 // Parsing never throws: malformed JSON, a wrong member type or an unknown/headers kind is a
 // refusal (541 INTERNAL_ERROR, the sentence names what is wrong). Unknown members are ignored.
 std::string encode_exchange(const exchange_def& def);
