@@ -24,6 +24,7 @@
 
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <thread>
 #include <iostream>
 #include <memory>
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "bench/options.hpp"
+#include "bench/parallel.hpp"
 
 namespace {
 
@@ -165,25 +167,6 @@ target prepare(amqp_connection_state_t c, const std::string& queue, std::uint64_
   return t;
 }
 
-// Runs work(i) for i in [0, n) on n threads; the first failure is rethrown.
-template <class Work>
-void in_parallel(std::size_t n, Work work) {
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> failed(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        work(i);
-      } catch (...) {
-        failed[i] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& f : failed)
-    if (f) std::rethrow_exception(f);
-}
-
 void publish_some(amqp_connection_state_t c, const target& t, std::uint64_t n, std::size_t size, std::uint64_t window) {
   amqp_confirm_select(c, channel);
   expect_ok(c, "confirm.select");
@@ -214,13 +197,15 @@ void publish(const std::string& host, int port, const std::string& queue, std::u
   std::vector<connection> publishers;
   for (std::uint64_t i = 0; i < connections; ++i) publishers.push_back(open(host, port));
   auto start = bench::clock::now();
-  in_parallel(connections, [&](std::size_t i) {
+  bench::in_parallel(connections, [&](std::size_t i) {
     publish_some(publishers[i].get(), t, n / connections + (i == 0 ? n % connections : 0), size, window);
   });
   bench::report(n, start, bench::clock::now());
 }
 
-void consume_some(amqp_connection_state_t c, const std::string& queue, std::uint64_t n, std::uint64_t prefetch) {
+// Consumes n messages of `queue`, acking each; `seen` (if given) runs on each before its ack.
+void consume_some(amqp_connection_state_t c, const std::string& queue, std::uint64_t n, std::uint64_t prefetch,
+                  const std::function<void(const amqp_envelope_t&)>& seen = {}) {
   amqp_basic_qos(c, channel, 0, static_cast<std::uint16_t>(prefetch), 0);
   expect_ok(c, "basic.qos");
   amqp_basic_consume(c, channel, amqp_cstring_bytes(queue.c_str()), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
@@ -234,6 +219,7 @@ void consume_some(amqp_connection_state_t c, const std::string& queue, std::uint
       throw std::runtime_error("consuming " + queue + " after " + std::to_string(received) + " of " +
                                std::to_string(n) + " messages: " + describe(r));
     }
+    if (seen) seen(envelope);
     int s = amqp_basic_ack(c, channel, envelope.delivery_tag, 0);
     amqp_destroy_envelope(&envelope);
     if (s != AMQP_STATUS_OK) throw std::runtime_error(std::string("basic.ack: ") + amqp_error_string2(s));
@@ -251,7 +237,8 @@ void consume(const std::string& host, int port, const std::string& queue, std::u
   // A fanout's queues each hold every message; spread queues a share each (in publish order).
   auto holds = [&](std::size_t i) { return t.spread ? n / t.queues.size() + (i < n % t.queues.size() ? 1 : 0) : n; };
   auto start = bench::clock::now();
-  in_parallel(t.queues.size(), [&](std::size_t i) { consume_some(consumers[i].get(), t.queues[i], holds(i), prefetch); });
+  bench::in_parallel(t.queues.size(),
+                     [&](std::size_t i) { consume_some(consumers[i].get(), t.queues[i], holds(i), prefetch); });
   auto end = bench::clock::now();
   bench::report(t.spread ? n : n * t.queues.size(), start, end);
   for (const auto& q : t.queues) {
@@ -278,29 +265,6 @@ bench::clock::time_point stamp_of(const amqp_bytes_t& body) {
   return bench::clock::time_point(bench::clock::duration(ns));
 }
 
-// The consumer's half of latency mode, on its own connection and thread.
-void receive_timed(amqp_connection_state_t c, const std::string& queue, std::uint64_t n, std::uint64_t prefetch,
-                   std::vector<double>& latencies) {
-  amqp_basic_qos(c, channel, 0, static_cast<std::uint16_t>(prefetch), 0);
-  expect_ok(c, "basic.qos");
-  amqp_basic_consume(c, channel, amqp_cstring_bytes(queue.c_str()), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
-  expect_ok(c, "basic.consume");
-  for (std::uint64_t received = 0; received < n; ++received) {
-    amqp_maybe_release_buffers(c);
-    amqp_envelope_t envelope;
-    timeval timeout{30, 0};
-    auto r = amqp_consume_message(c, &envelope, &timeout, 0);
-    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
-      throw std::runtime_error("consuming after " + std::to_string(received) + " of " + std::to_string(n) +
-                               " messages: " + describe(r));
-    }
-    latencies.push_back(bench::micros(bench::clock::now() - stamp_of(envelope.message.body)));
-    int s = amqp_basic_ack(c, channel, envelope.delivery_tag, 0);
-    amqp_destroy_envelope(&envelope);
-    if (s != AMQP_STATUS_OK) throw std::runtime_error(std::string("basic.ack: ") + amqp_error_string2(s));
-  }
-}
-
 void latency(const std::string& host, int port, const std::string& queue, std::uint64_t rate, std::uint64_t seconds,
              std::size_t size, std::uint64_t prefetch) {
   auto p = open(host, port);
@@ -317,7 +281,9 @@ void latency(const std::string& host, int port, const std::string& queue, std::u
   std::exception_ptr consumer_failed;
   std::thread consumer([&] {
     try {
-      receive_timed(c.get(), queue, n, prefetch, delivered);
+      consume_some(c.get(), queue, n, prefetch, [&](const amqp_envelope_t& e) {
+        delivered.push_back(bench::micros(bench::clock::now() - stamp_of(e.message.body)));
+      });
     } catch (...) {
       consumer_failed = std::current_exception();
     }

@@ -29,6 +29,7 @@
 #include <string>
 
 #include "bench/options.hpp"
+#include "bench/parallel.hpp"
 
 namespace {
 
@@ -88,27 +89,6 @@ void add_stream(jsCtx* js, const std::string& stream, const std::string& subject
   check(js_AddStream(nullptr, js, &cfg, nullptr, &err), "add stream " + stream + " (" + std::to_string(err) + ")");
 }
 
-// Runs work(i) for i in [0, n) on n threads; the first failure is rethrown.
-template <class Work>
-void in_parallel(std::size_t n, Work work) {
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> failed(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        work(i);
-      } catch (...) {
-        failed[i] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& f : failed)
-    if (f) std::rethrow_exception(f);
-}
-
-// --connections publishers, each with a connection and JetStream context of its own, share the n
-// messages.
 // The subject of the i-th message: `subject`, or with --spread Q, `subject.<i mod Q>`.
 std::string subject_of(const std::string& subject, std::uint64_t spread, std::uint64_t i) {
   return spread > 1 ? subject + "." + std::to_string(i % spread) : subject;
@@ -125,7 +105,7 @@ void publish(const std::string& url, const std::string& stream, const std::strin
   add_stream(jss.front().get(), stream, spread > 1 ? subject + ".>" : subject, replicas);
   std::string body(size, 'x');
   auto start = bench::clock::now();
-  in_parallel(connections, [&](std::size_t c) {
+  bench::in_parallel(connections, [&](std::size_t c) {
     const std::uint64_t share = n / connections + (c == 0 ? n % connections : 0);
     for (std::uint64_t i = 0; i < share; ++i) {
       check(js_PublishAsync(jss[c].get(), subject_of(subject, spread, i).c_str(), body.data(),
@@ -175,7 +155,7 @@ void consume(const std::string& url, const std::string& stream, const std::strin
     jss.push_back(jetstream(ncs.back().get(), 256));
   }
   auto start = bench::clock::now();
-  in_parallel(readers, [&](std::size_t q) {
+  bench::in_parallel(readers, [&](std::size_t q) {
     if (spread > 1) {
       consume_some(jss[q].get(), stream, subject_of(subject, spread, q), "bench" + std::to_string(q),
                    n / spread + (q < n % spread ? 1 : 0), batch);

@@ -21,18 +21,25 @@ def setUpModule():
     CLOUD = unittest.enterModuleContext(cloudtest.Cloud())
 
 
-class MessageTtl(unittest.TestCase):
+class TtlCase(unittest.TestCase):
+    """A connection with a confirming channel, and a queue name of the test's own."""
+
     def setUp(self):
         self.conn = pika.BlockingConnection(pika.ConnectionParameters(
             host="127.0.0.1", port=CLOUD.amqp_port, heartbeat=0, blocked_connection_timeout=30))
         self.ch = self.conn.channel()
         self.ch.confirm_delivery()
         self.q = "ttl-" + uuid.uuid4().hex[:8]
-        self.ch.queue_declare(queue=self.q)
 
     def tearDown(self):
         if self.conn.is_open:
             self.conn.close()
+
+
+class MessageTtl(TtlCase):
+    def setUp(self):
+        super().setUp()
+        self.ch.queue_declare(queue=self.q)
 
     def publish(self, body, expiration=None):
         self.ch.basic_publish(exchange="", routing_key=self.q, body=body,
@@ -91,18 +98,7 @@ class MessageTtl(unittest.TestCase):
         self.assertEqual(self.get_all(), [])
 
 
-class QueueTtl(unittest.TestCase):
-    def setUp(self):
-        self.conn = pika.BlockingConnection(pika.ConnectionParameters(
-            host="127.0.0.1", port=CLOUD.amqp_port, heartbeat=0, blocked_connection_timeout=30))
-        self.ch = self.conn.channel()
-        self.ch.confirm_delivery()
-        self.q = "qttl-" + uuid.uuid4().hex[:8]
-
-    def tearDown(self):
-        if self.conn.is_open:
-            self.conn.close()
-
+class QueueTtl(TtlCase):
     def get_all(self):
         got = []
         while True:
