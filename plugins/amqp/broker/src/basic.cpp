@@ -285,14 +285,8 @@ namespace {
 // `expiration` and the queue's x-message-ttl (RabbitMQ takes the lower).
 bool expired(const bus::delivery& d, std::optional<std::uint64_t> queue_ttl) {
   std::optional<std::uint64_t> ttl = queue_ttl;
-  if (wire::has_expiration(d.amqp_props)) {
-    auto props = wire::decode_properties(
-        {reinterpret_cast<const std::uint8_t*>(d.amqp_props.data()), d.amqp_props.size()});
-    // Refused at publish when it is not milliseconds; a bus-native writer's odd value is inert.
-    if (auto ms = props ? wire::expiration_ms(*props) : wire::result<std::optional<std::uint64_t>>{std::nullopt};
-        ms && *ms)
-      ttl = ttl ? std::min(*ttl, **ms) : **ms;
-  }
+  // Refused at publish when it is not milliseconds; a bus-native writer's odd value is inert.
+  if (auto ms = wire::expiration_of(d.amqp_props); ms && *ms) ttl = ttl ? std::min(*ttl, **ms) : **ms;
   if (!ttl) return false;
   const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                        std::chrono::system_clock::now().time_since_epoch()).count();

@@ -99,11 +99,7 @@ void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus
 // RabbitMQ refuses a publish whose `expiration` is not a count of milliseconds (406); one that
 // is expires in the queue (checked at delivery: basic.cpp, unseen).
 bool valid_expiration(channel_context& ctx, const std::string& property_octets) {
-  if (!wire::has_expiration(property_octets)) return true;  // cheap test first
-  auto props = wire::decode_properties(
-      {reinterpret_cast<const std::uint8_t*>(property_octets.data()), property_octets.size()});
-  if (!props) return true;  // the session decoded them already; nothing new to say here
-  auto ms = wire::expiration_ms(*props);
+  auto ms = wire::expiration_of(property_octets);  // the session decoded them already
   if (ms) return true;
   ctx.fail(ms.error().code, ms.error().text, during);
   return false;

@@ -307,12 +307,7 @@ std::variant<bool, failure> narrow_windows(broker& b, const std::string& queue) 
   std::vector<routing::binding> opened;
   for (const auto& x : def->bindings) {
     if (x.after == 0) continue;
-    const auto filters = b.read_topology([&](const routing::topology& t) -> std::vector<std::string> {
-      const auto* exchange = t.find_exchange(x.exchange);
-      if (!exchange) return {};
-      auto spelled = routing::binding_filters(x.exchange, exchange->kind, x.key);
-      return spelled ? *spelled : std::vector<std::string>{};
-    });
+    const auto filters = b.read_topology([&](const routing::topology& t) { return t.filters_of(x); });
     if (filters.empty()) continue;
     auto left = nothing_left(b, filters, passed, x.after);
     if (auto* f = std::get_if<failure>(&left)) return *f;

@@ -256,6 +256,9 @@ class client_impl final : public client {
   std::uint64_t held(const std::string& queue) const;
   void unhold(std::string_view queue);  // one of its deliveries was settled
   bus_status reclaim_queue(const std::string& queue, const std::string& step);
+  // Creates a consumer of `config` on stream AMQP and deletes it again: what the create answered
+  // (a probe of the server, or a count it makes at creation).
+  bus_result<json> create_and_drop_consumer(const std::string& step, const json& config);
   bus_result<std::optional<stored_message>> next_stored(std::uint64_t from, const std::vector<std::string>& filters,
                                                         const std::string& step);
   bus_result<std::uint64_t> kv_put_expecting(const std::string& step, const std::string& key,

@@ -151,15 +151,9 @@ bus_result<std::uint64_t> client_impl::count_stored(std::uint64_t from, const st
                  {"num_replicas", 1},
                  {"inactive_threshold", 5 * ns_per_second},
                  {"filter_subjects", filters}};
-  auto created = api(step, std::string{"CONSUMER.CREATE."} + stream_name,
-                     json{{"stream_name", stream_name}, {"config", config}});
+  auto created = create_and_drop_consumer(step, config);
   if (!created) return created.error();
-  const auto pending = created->value("num_pending", std::uint64_t{0});
-  if (const std::string name = created->value("name", std::string{}); !name.empty()) {
-    auto deleted = api(step, std::string{"CONSUMER.DELETE."} + stream_name + "." + name, nullptr);
-    if (!deleted && deleted.error().kind != bus_errc::not_found) return deleted.error();
-  }
-  return pending;
+  return created->value("num_pending", std::uint64_t{0});
 }
 
 bus_result<std::optional<stored_message>> client_impl::next_message(std::uint64_t from,

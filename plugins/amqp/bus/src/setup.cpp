@@ -115,19 +115,21 @@ bus_status client_impl::probe_filters() {
                  {"ack_policy", "explicit"},
                  {"inactive_threshold", 5 * ns_per_second},
                  {"filter_subjects", {"amqp._probe.*.b", "amqp._probe.a.*"}}};
+  auto created = create_and_drop_consumer(step, config);
+  if (!created && created.error().js_code != js_overlapping_filters) return created.error();
+  overlapping_filters_ = created.ok();
+  return bus_ok();
+}
+
+bus_result<json> client_impl::create_and_drop_consumer(const std::string& step, const json& config) {
   auto created = api(step, std::string{"CONSUMER.CREATE."} + stream_name,
                      json{{"stream_name", stream_name}, {"config", config}});
-  if (!created) {
-    if (created.error().js_code != js_overlapping_filters) return created.error();
-    overlapping_filters_ = false;
-    return bus_ok();
+  if (!created) return created;
+  if (const std::string name = created->value("name", std::string{}); !name.empty()) {
+    auto deleted = api(step, std::string{"CONSUMER.DELETE."} + stream_name + "." + name, nullptr);
+    if (!deleted && deleted.error().kind != bus_errc::not_found) return deleted.error();
   }
-  overlapping_filters_ = true;
-  const std::string name = created->value("name", std::string{});
-  if (name.empty()) return bus_ok();
-  auto deleted = api(step, std::string{"CONSUMER.DELETE."} + stream_name + "." + name, nullptr);
-  if (!deleted && deleted.error().kind != bus_errc::not_found) return deleted.error();
-  return bus_ok();
+  return created;
 }
 
 }  // namespace amqp::bus::detail

@@ -142,19 +142,22 @@ std::vector<std::string> topology::queue_filters(std::string_view queue) const {
   return normalize_filters(std::move(filters));
 }
 
+std::vector<std::string> topology::filters_of(const binding& b) const {
+  const exchange_def* exchange = find_exchange(b.exchange);
+  if (!exchange) return {};
+  // Only valid bindings are stored; a foreign writer's bad one is inert.
+  auto filters = binding_filters(b.exchange, exchange->kind, b.key);
+  return filters ? std::move(*filters) : std::vector<std::string>{};
+}
+
 std::vector<route_window> topology::queue_windows(std::string_view queue) const {
   const queue_def* def = find_queue(queue);
   if (!def) return {};
   std::vector<route_window> windows;
   // The default exchange's binding is derived from the name, never stored.
   if (auto own = binding_filters("", exchange_kind::direct, queue)) windows.push_back({std::move(*own), 0, 0});
-  for (const auto& b : def->bindings) {
-    const exchange_def* exchange = find_exchange(b.exchange);
-    if (!exchange) continue;  // a binding to a deleted exchange reads nothing
-    auto more = binding_filters(b.exchange, exchange->kind, b.key);
-    if (!more) continue;  // only valid bindings are stored; a foreign writer's bad one is inert
-    windows.push_back({std::move(*more), b.after, 0});
-  }
+  for (const auto& b : def->bindings)
+    if (auto filters = filters_of(b); !filters.empty()) windows.push_back({std::move(filters), b.after, 0});
   for (const auto& r : def->retired) windows.push_back({r.filters, r.after, r.until});
   return windows;
 }

@@ -119,11 +119,6 @@ std::string encode_properties(const basic_properties& props) {
   return out;
 }
 
-bool has_expiration(std::string_view property_octets) {
-  constexpr std::uint8_t expiration_bit = 1;  // bit 8 of the flags: the first octet's lowest
-  return !property_octets.empty() && (static_cast<std::uint8_t>(property_octets[0]) & expiration_bit) != 0;
-}
-
 result<std::optional<std::uint64_t>> expiration_ms(const basic_properties& props) {
   if (!props.expiration) return std::optional<std::uint64_t>{};
   const std::string& text = *props.expiration;
@@ -136,6 +131,16 @@ result<std::optional<std::uint64_t>> expiration_ms(const basic_properties& props
                           "(e.g. '60000')"};
   }
   return std::optional<std::uint64_t>{ms};
+}
+
+result<std::optional<std::uint64_t>> expiration_of(std::string_view property_octets) {
+  constexpr std::uint8_t expiration_bit = 1;  // bit 8 of the flags: the first octet's lowest
+  if (property_octets.empty() || (static_cast<std::uint8_t>(property_octets[0]) & expiration_bit) == 0)
+    return std::optional<std::uint64_t>{};
+  auto props = decode_properties(
+      {reinterpret_cast<const std::uint8_t*>(property_octets.data()), property_octets.size()});
+  if (!props) return props.error();
+  return expiration_ms(*props);
 }
 
 }  // namespace amqp::wire

@@ -112,13 +112,19 @@ TEST_CASE("flags naming properties basic does not define are a syntax error") {
   CHECK(missing.error().text.find("missing") != std::string::npos);
 }
 
-TEST_CASE("expiration: its flag read without decoding, and RabbitMQ's reading of its value") {
+TEST_CASE("expiration: RabbitMQ's reading of its value, from properties or their octets") {
   basic_properties p;
-  CHECK_FALSE(has_expiration(encode_properties(p)));
-  p.expiration = "60000";
   p.content_type = "text/plain";
-  CHECK(has_expiration(encode_properties(p)));
+  CHECK(*expiration_of(encode_properties(p)) == std::nullopt);
+  CHECK(*expiration_of("") == std::nullopt);
+  // Without the flag the octets are not decoded: a list that would not decode is no error here.
+  CHECK(*expiration_of(std::string("\x80\x00", 2)) == std::nullopt);
+  p.expiration = "60000";
+  CHECK(*expiration_of(encode_properties(p)) == std::optional<std::uint64_t>{60000});
   CHECK(*expiration_ms(p) == std::optional<std::uint64_t>{60000});
+  auto truncated = expiration_of(std::string("\x01\x00", 2));  // the flag, no value after it
+  REQUIRE_FALSE(truncated.ok());
+  CHECK(truncated.error().code == reply_code::syntax_error);
   p.expiration = "0";
   CHECK(*expiration_ms(p) == std::optional<std::uint64_t>{0});
   p.expiration.reset();
@@ -126,10 +132,11 @@ TEST_CASE("expiration: its flag read without decoding, and RabbitMQ's reading of
   for (const char* bad : {"", "abc", "-1", "+1", "1.5", " 1", "1 ", "99999999999999999999999"}) {
     CAPTURE(bad);
     p.expiration = bad;
-    auto r = expiration_ms(p);
-    REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == reply_code::precondition_failed);
-    CHECK(r.error().text.find("invalid expiration '" + std::string(bad) + "'") != std::string::npos);
+    for (const auto& r : {expiration_ms(p), expiration_of(encode_properties(p))}) {
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.error().code == reply_code::precondition_failed);
+      CHECK(r.error().text.find("invalid expiration '" + std::string(bad) + "'") != std::string::npos);
+    }
   }
 }
 

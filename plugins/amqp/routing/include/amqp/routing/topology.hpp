@@ -122,6 +122,10 @@ class topology {
   // Retired bindings' filters are included: the consumer keeps them until they are passed.
   std::vector<std::string> queue_filters(std::string_view queue) const;
 
+  // A binding's filters, by its exchange's current kind; empty when that exchange is absent (a
+  // binding to a deleted exchange reads nothing) or the binding is not one NATS can express.
+  std::vector<std::string> filters_of(const binding& b) const;
+
   // The queue's routes as windows of stream sequences (its default binding, every binding by
   // its exchange's current kind, every retired binding). Empty when the queue does not exist.
   std::vector<route_window> queue_windows(std::string_view queue) const;

@@ -50,11 +50,12 @@ result<content_header> decode_content_header(std::span<const std::uint8_t> paylo
 // Property flags (with continuation) and list ↔ struct.
 result<basic_properties> decode_properties(std::span<const std::uint8_t> property_octets);
 std::string encode_properties(const basic_properties& props);
-// Whether the property octets carry `expiration` (its flag bit), read without decoding them.
-bool has_expiration(std::string_view property_octets);
 // RabbitMQ's reading of `expiration`: how many milliseconds the message may wait in a queue,
 // written as decimal digits. nullopt when absent; 406 naming the value when it is not that.
 result<std::optional<std::uint64_t>> expiration_ms(const basic_properties& props);
+// The same, read from property octets as a content header carries them; decoded only when the
+// expiration flag is set (most messages have none), so a decoding error is returned only then.
+result<std::optional<std::uint64_t>> expiration_of(std::string_view property_octets);
 // Appends a header frame whose property section is `property_octets` verbatim.
 void encode_content_header(std::string& out, std::uint16_t channel, std::uint16_t class_id,
                            std::uint64_t body_size, std::string_view property_octets);
