@@ -1,4 +1,5 @@
 """pika 1.2 BlockingConnection, written as pika's documentation shows it (contract: ../README.md)."""
+import json
 import os
 import sys
 
@@ -9,7 +10,7 @@ from _interop import (URL, Report, bodies, expect, expect_equal, headers_of, res
                       wait_until)
 from _pika_shared import expect_round_trip, properties  # noqa: E402
 
-report = Report("pika_blocking", extras=["cancel_notify"])
+report = Report("pika_blocking", extras=["cancel_notify", "dead_letter"])
 EXCHANGE = report.name("topic")
 
 
@@ -173,6 +174,43 @@ def cancel_notify(conn):
     ch.close()
 
 
+def dead_letter(conn):
+    """The AMQP primer's consumer (../shared/seeds/004): a quorum queue with a fanout dead-letter
+    exchange, a poison message nacked without requeue, found on the dead-letter queue with its
+    x-death history while the good ones are acked."""
+    ch = confirmed_channel(conn)
+    orders, dlx = report.name("orders"), report.name("orders-dlx")
+    ch.exchange_declare(orders, exchange_type="topic", durable=True)
+    ch.exchange_declare(dlx, exchange_type="fanout", durable=True)
+    parked = fresh_queue(ch, "parked")
+    ch.queue_bind(parked, dlx)
+    shipping = report.name("shipping")
+    ch.queue_declare(shipping, durable=True, arguments={"x-queue-type": "quorum", "x-dead-letter-exchange": dlx})
+    ch.queue_purge(shipping)
+    ch.queue_bind(shipping, orders, routing_key="order.paid")
+    dead = []
+    ch.basic_consume(parked, lambda c, m, p, b: dead.append((p, b)), auto_ack=True)
+    ch.basic_qos(prefetch_count=20)
+    for body in (b'{"id": 1}', b"not json", b'{"id": 2}'):
+        ch.basic_publish(orders, "order.paid", body, pika.BasicProperties(delivery_mode=2))
+
+    def on_message(channel, method, seen):
+        try:
+            json.loads(seen[-1][2])
+            channel.basic_ack(method.delivery_tag)
+        except ValueError:
+            channel.basic_nack(method.delivery_tag, requeue=False)
+    consume(conn, ch, shipping, 3, on_message)
+    wait_until(lambda: dead, "the poison message on the dead-letter queue",
+               step=lambda: conn.process_data_events(time_limit=0.1))
+    props, body = dead[0]
+    expect_equal(body, b"not json", "the dead-lettered body")
+    death = props.headers["x-death"][0]
+    expect_equal((death["reason"], death["queue"], death["exchange"], death["routing-keys"], death["count"]),
+                 ("rejected", shipping, orders, ["order.paid"], 1), "its x-death entry")
+    ch.close()
+
+
 def reconnect(conn):
     ch = confirmed_channel(conn)
     queue = fresh_queue(ch, "reconnect")
@@ -196,7 +234,7 @@ def reconnect(conn):
 def main():
     conn = connect()
     for scenario in (declare, publish_confirm, consume_prefetch_ack, nack_requeue, mandatory_return, basic_get,
-                     cancel_notify):
+                     cancel_notify, dead_letter):
         if conn.is_closed:  # a failed scenario may have closed it; the next one still runs
             conn = connect()
         report.run(scenario.__name__, scenario, conn)

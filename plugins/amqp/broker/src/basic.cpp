@@ -7,6 +7,7 @@
 #include "amqp/routing/names.hpp"
 #include "amqp/routing/subject.hpp"
 #include "amqp/routing/topology.hpp"
+#include "dead_letter.hpp"
 #include "delivery.hpp"
 #include "handler_support.hpp"
 #include "topology_store.hpp"
@@ -80,7 +81,9 @@ void settle_all(basic_state& s, std::vector<outstanding_delivery> done, settleme
     switch (how) {
       case settlement::ack: bus.ack(d.reply); break;
       case settlement::requeue: bus.nak(d.reply); break;
-      case settlement::drop: bus.term(d.reply); break;
+      case settlement::drop:
+        give_up_rejected(s.ctx.state(), s.ctx.executor(), d.queue(), std::move(d.reply), d.stream_seq);
+        break;
     }
     if (d.owner) d.owner->release();
   }
@@ -205,9 +208,8 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   // count (what the server never delivered) leaves out: the queue is counted first, as a passive
   // declare counts it, with this message already held.
   void got(bus::delivery d) {
-    if (unseen(s_, queue_, d)) {
-      // Acked unseen, and the next one asked for once this puller's callback is over.
-      s_.ctx.bus().ack(d.reply);
+    if (passed_over(s_, queue_, d)) {
+      // The next one is asked for once this puller's callback is over.
       boost::asio::post(s_.ctx.executor(), [weak = weak_from_this()] {
         if (auto self = weak.lock()) self->pull();
       });
@@ -240,7 +242,7 @@ class get_request final : public std::enable_shared_from_this<get_request> {
     if (no_ack_) {
       s_.ctx.bus().ack(d.reply);
     } else {
-      s_.outstanding.emplace(tag, outstanding_delivery{std::move(d.reply), d.stream_seq, nullptr});
+      s_.outstanding.emplace(tag, outstanding_delivery{std::move(d.reply), d.stream_seq, nullptr, queue_});
     }
     finish();
   }
@@ -279,26 +281,8 @@ class get_request final : public std::enable_shared_from_this<get_request> {
 
 // ---- helpers shared with consumer.cpp ---------------------------------------------------
 
-namespace {
-
-// Age in whole milliseconds by the stream's clock, against the lower of the message's
-// `expiration` and the queue's x-message-ttl (RabbitMQ takes the lower).
-bool expired(const bus::delivery& d, std::optional<std::uint64_t> queue_ttl) {
-  std::optional<std::uint64_t> ttl = queue_ttl;
-  // Refused at publish when it is not milliseconds; a bus-native writer's odd value is inert.
-  if (auto ms = wire::expiration_of(d.amqp_props); ms && *ms) ttl = ttl ? std::min(*ttl, **ms) : **ms;
-  if (!ttl) return false;
-  const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       std::chrono::system_clock::now().time_since_epoch()).count();
-  if (now < 0 || static_cast<std::uint64_t>(now) <= d.stored_ns) return false;
-  return (static_cast<std::uint64_t>(now) - d.stored_ns) / 1'000'000 > *ttl;
-}
-
-}  // namespace
-
-bool unseen(basic_state& s, const std::string& queue, const bus::delivery& d) {
-  const auto rules = s.ctx.state().rules_for(queue, d);
-  return !rules.routed || expired(d, rules.message_ttl);
+bool passed_over(basic_state& s, const std::string& queue, bus::delivery& d) {
+  return passed_over(s.ctx.state(), s.ctx.executor(), queue, d);
 }
 
 void pump_consumers(basic_state& s) {
@@ -329,7 +313,7 @@ std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_a
   if (no_ack) {
     bus.ack(d.reply);
   } else {
-    s.outstanding.emplace(tag, outstanding_delivery{std::move(d.reply), d.stream_seq, owner});
+    s.outstanding.emplace(tag, outstanding_delivery{std::move(d.reply), d.stream_seq, owner, {}});
   }
   return tag;
 }

@@ -35,7 +35,8 @@
 // send; delivery tags are allocated per channel from 1 at the moment the delivery is handed
 // to the connection, which writes in call order: tags reach the socket in allocation order.
 //
-// Settling. ack → bus ack; reject/nack requeue → nak; requeue=false → term. `multiple`
+// Settling. ack → bus ack; reject/nack requeue → nak; requeue=false → term, or dead-lettered
+// first when the queue has a dead-letter exchange (dead_letter.hpp). `multiple`
 // covers every outstanding tag <= N (0 = all), an empty multiple is fine; a single unknown tag
 // is 406 "unknown delivery tag N" and the channel closes (RabbitMQ). basic.recover, with
 // either requeue value, naks everything outstanding (the bus redelivers to whichever consumer
@@ -92,6 +93,8 @@ struct outstanding_delivery {
   std::string reply;                   // the bus's ack subject
   std::uint64_t stream_seq = 0;        // its place in the queue (requeues go back in this order)
   std::shared_ptr<consumer> owner;     // null for basic.get: no credit to release
+  std::string got_from;                // basic.get's queue (a consumer's is owner->queue())
+  const std::string& queue() const { return owner ? owner->queue() : got_from; }
 };
 
 // The channel's basic/confirm state. basic_class::state (private to the core's class) is this
@@ -127,11 +130,8 @@ struct basic_class::state : basic_state {
 
 // Re-arms every consumer's pulls (credit was released, possibly channel-wide).
 void pump_consumers(basic_state& s);
-// A message the queue's consumer read that its client must never see: not routed to the queue
-// (broker::rules_for), or waited in it longer than its `expiration` or the queue's
-// x-message-ttl allows (RabbitMQ checks that when a message reaches the queue's head). The
-// caller acks it unseen.
-bool unseen(basic_state& s, const std::string& queue, const bus::delivery& d);
+// dead_letter.hpp's passed_over, on the channel's executor.
+bool passed_over(basic_state& s, const std::string& queue, bus::delivery& d);
 // Hands a bus delivery to the client: allocates the tag, records it outstanding unless
 // no-ack, writes method + header + bodies as one unit. Returns the tag.
 std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_ack,

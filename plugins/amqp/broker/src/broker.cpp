@@ -20,6 +20,7 @@
 #include <stdexcept>
 
 #include "channel_context.hpp"
+#include "expiry.hpp"
 #include "topology_store.hpp"
 
 namespace amqp::broker {
@@ -40,7 +41,8 @@ broker::broker(boost::asio::io_context& io, std::shared_ptr<bus::client> bus, se
       settings_(std::move(s)),
       node_(settings_.node_name.empty() ? process_node_name() : settings_.node_name),
       mirror_strand_(boost::asio::make_strand(io)),
-      narrow_timer_(mirror_strand_) {}
+      narrow_timer_(mirror_strand_),
+      dead_letter_lane_(boost::asio::make_strand(bus_->worker_executor())) {}
 
 broker::~broker() { watch_.stop(); }
 
@@ -61,7 +63,8 @@ std::vector<std::string> broker::filters_of(const std::string& queue) const {
 broker::delivery_rules broker::rules_for(const std::string& queue, const bus::delivery& d) const {
   return read_topology([&](const routing::topology& t) {
     const auto* def = t.find_queue(queue);
-    return delivery_rules{t.admits(queue, d.subject, d.stream_seq), def ? def->message_ttl : std::nullopt};
+    if (!def) return delivery_rules{};
+    return delivery_rules{t.admits(queue, d.subject, d.stream_seq), def->message_ttl, def->delivery_limit};
   });
 }
 
@@ -139,6 +142,8 @@ void broker::open() {
   boost::asio::post(mirror_strand_, [weak] {
     if (auto self = weak.lock()) self->narrow_windows_soon();
   });
+  expiry_ = std::make_shared<expiry_sweeper>(weak, mirror_strand_);
+  expiry_->start();
 }
 
 void broker::narrow_windows_soon() {
@@ -196,6 +201,7 @@ void broker::sweep_leftovers() {
 
 void broker::stop() {
   narrowing_stopped_ = true;
+  if (expiry_) expiry_->stop();
   std::set<std::string> keys;
   {
     std::lock_guard lock(owners_mutex_);

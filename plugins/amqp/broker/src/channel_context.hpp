@@ -40,6 +40,7 @@
 namespace amqp::broker {
 
 class channel_context;
+class expiry_sweeper;
 
 // ---------------------------------------------------------------------------------------------
 // broker: per-process state shared by every connection (the class broker.hpp forward-declares).
@@ -57,6 +58,9 @@ class broker : public std::enable_shared_from_this<broker> {
   boost::asio::io_context& io() { return io_; }
   // The bus client's worker pool: blocking nats.c calls run there and nowhere else.
   boost::asio::any_io_executor bus_executor() { return bus_->worker_executor(); }
+  // One lane of that pool, serial: a queue's rejected messages are read back for dead-lettering
+  // in the order they were rejected (dead_letter.hpp).
+  const boost::asio::any_io_executor& dead_letter_lane() const { return dead_letter_lane_; }
 
   // ---- the topology mirror (a cache of the KV bucket `amqp`, HIP-1326 §1)
   // Runs `fn(const routing::topology&)` under a shared lock and returns what it returns.
@@ -71,10 +75,11 @@ class broker : public std::enable_shared_from_this<broker> {
   std::vector<std::string> filters_of(const std::string& queue) const;
   // Was this delivery routed to the queue? Its consumer also reads what a binding's window
   // leaves out (routing::topology::admits): such a delivery is acked unseen. And the queue's
-  // x-message-ttl, if it has one.
+  // x-message-ttl and x-delivery-limit, if it has them.
   struct delivery_rules {
     bool routed = true;
     std::optional<std::uint64_t> message_ttl;
+    std::optional<std::uint64_t> delivery_limit;
   };
   delivery_rules rules_for(const std::string& queue, const bus::delivery& d) const;
 
@@ -184,6 +189,8 @@ class broker : public std::enable_shared_from_this<broker> {
   };
   std::map<std::string, narrowing_pace> narrowing_;  // touched only by one narrowing round at a time
   std::atomic<bool> narrowing_stopped_{false};
+  std::shared_ptr<expiry_sweeper> expiry_;  // expires the heads of idle queues (expiry.hpp)
+  boost::asio::any_io_executor dead_letter_lane_;
 
   mutable std::mutex owners_mutex_;
   std::map<std::string, std::uint64_t> exclusive_owners_;

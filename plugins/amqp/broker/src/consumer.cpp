@@ -112,8 +112,7 @@ void consumer::on_delivery(bus::delivery d) {
     bus_->nak(d.reply);  // the channel is gone: back to the queue at once, never dropped
     return;
   }
-  if (unseen(*channel_, options_.queue, d)) {
-    bus_->ack(d.reply);
+  if (passed_over(*channel_, options_.queue, d)) {
     give(1);
     pump();
     return;

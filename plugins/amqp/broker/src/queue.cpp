@@ -124,6 +124,10 @@ void answer_declare(channel_context& ctx, const std::string& name, bool no_wait)
   });
 }
 
+// An optional argument as an inequivalence sentence shows it.
+std::string text(const std::optional<std::uint64_t>& n) { return n ? std::to_string(*n) : std::string("none"); }
+std::string text(const std::optional<std::string>& s) { return s ? *s : std::string("none"); }
+
 bool equivalent(channel_context& ctx, const std::string& name, const routing::queue_def& current,
                 const routing::queue_def& wanted) {
   static constexpr auto key = wire::queue_declare::key;
@@ -137,13 +141,17 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
   if (current.auto_delete != wanted.auto_delete) {
     return mismatch("auto_delete", wanted.auto_delete, current.auto_delete);
   }
-  if (current.message_ttl != wanted.message_ttl) {
-    auto text = [](const std::optional<std::uint64_t>& ms) { return ms ? std::to_string(*ms) : std::string("none"); };
-    ctx.fail(wire::reply_code::precondition_failed,
-             inequivalent("x-message-ttl", "queue", name, text(wanted.message_ttl), text(current.message_ttl)), key);
-    return false;
-  }
-  return true;
+  auto differs = [&](std::string_view arg, const auto& received, const auto& now) {
+    if (received == now) return false;
+    ctx.fail(wire::reply_code::precondition_failed, inequivalent(arg, "queue", name, text(received), text(now)), key);
+    return true;
+  };
+  const auto dlx = [](const routing::queue_def& d) { return d.dead_letter ? std::optional(d.dead_letter->exchange) : std::nullopt; };
+  const auto dlrk = [](const routing::queue_def& d) { return d.dead_letter ? d.dead_letter->routing_key : std::nullopt; };
+  return !differs("x-message-ttl", wanted.message_ttl, current.message_ttl) &&
+         !differs("x-dead-letter-exchange", dlx(wanted), dlx(current)) &&
+         !differs("x-dead-letter-routing-key", dlrk(wanted), dlrk(current)) &&
+         !differs("x-delivery-limit", wanted.delivery_limit, current.delivery_limit);
 }
 
 // What a create on the bus found, after the consumer exists.
@@ -221,11 +229,10 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m) {
   if (auto refused = refused_queue_argument(m.arguments))
     return ctx.fail(wire::reply_code::not_implemented, *refused, key);
   if (!usable(ctx, name, key)) return;
-  std::string invalid;
-  const auto ttl = message_ttl_argument(m.arguments, name, invalid);
-  if (!invalid.empty()) return ctx.fail(wire::reply_code::precondition_failed, invalid, key);
   routing::queue_def wanted{m.durable, m.exclusive, m.auto_delete, {}};
-  wanted.message_ttl = ttl;
+  std::string invalid;
+  if (!read_queue_arguments(m.arguments, name, wanted, invalid))
+    return ctx.fail(wire::reply_code::precondition_failed, invalid, key);
   if (auto current = find(ctx, name)) {
     if (equivalent(ctx, name, *current, wanted)) answer_declare(ctx, name, m.no_wait);
     return;

@@ -1,5 +1,8 @@
 #include "queue_arguments.hpp"
 
+#include "amqp/routing/names.hpp"
+#include "amqp/routing/subject.hpp"
+
 #include <array>
 #include <type_traits>
 #include <string_view>
@@ -14,20 +17,28 @@ struct refused_argument {
 };
 
 // Each entry changes which messages a consumer receives; nothing on the bus does that.
-constexpr std::array<refused_argument, 9> refused{{
-    {"x-dead-letter-exchange", "there is no dead-lettering; reject with requeue=false drops a message, so publish it to another exchange yourself before rejecting"},
-    {"x-dead-letter-routing-key", "there is no dead-lettering; publish a rejected message to another exchange yourself"},
+constexpr std::array<refused_argument, 7> refused{{
     {"x-max-length", "queues are not length-limited; bound the backlog in the publisher or with publisher confirms"},
     {"x-max-length-bytes", "queues are not size-limited; bound the backlog in the publisher or with publisher confirms"},
     {"x-overflow", "queues are not length-limited, so there is no overflow behaviour to choose"},
     {"x-max-priority", "there are no priority queues; use one queue per priority and consume the higher one first"},
-    {"x-delivery-limit", "deliveries are not limited; read x-delivery-count in the consumer and reject with requeue=false past your limit"},
     {"x-max-age", "stream queues are not implemented; declare a classic or quorum queue"},
     {"x-stream-max-segment-size-bytes", "stream queues are not implemented; declare a classic or quorum queue"},
 }};
 
 std::string sentence(std::string_view name, std::string_view remedy) {
   return "queue argument '" + std::string(name) + "' is not implemented: " + std::string(remedy);
+}
+
+std::optional<std::int64_t> integer_of(const wire::field_value& v) {
+  std::optional<std::int64_t> n;
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) n = static_cast<std::int64_t>(x);
+      },
+      v.value);
+  return n;
 }
 
 bool is_true(const wire::field_value& v) {
@@ -52,24 +63,48 @@ std::optional<std::string> refused_queue_argument(const wire::field_table& argum
   return std::nullopt;
 }
 
-std::optional<std::uint64_t> message_ttl_argument(const wire::field_table& arguments, std::string_view queue,
-                                                  std::string& refusal) {
+bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, routing::queue_def& def,
+                          std::string& refusal) {
+  auto invalid = [&](std::string_view name, std::string_view why) {
+    refusal = "invalid arg '" + std::string(name) + "' for queue '" + std::string(queue) + "' in vhost '/': " +
+              std::string(why);
+    return false;
+  };
   for (const auto& entry : arguments.entries) {
-    if (entry.name != "x-message-ttl") continue;
-    std::optional<std::int64_t> ms;
-    std::visit(
-        [&](const auto& v) {
-          using T = std::decay_t<decltype(v)>;
-          if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) ms = static_cast<std::int64_t>(v);
-        },
-        entry.value.value);
-    if (ms && *ms >= 0) return static_cast<std::uint64_t>(*ms);
-    refusal = "invalid arg 'x-message-ttl' for queue '" + std::string(queue) + "' in vhost '/': " +
-              (ms ? "the value is negative" : "the value is not an integer") +
-              "; give the milliseconds a message may wait in the queue, e.g. 60000";
-    return std::nullopt;
+    const auto& name = entry.name;
+    if (name == "x-message-ttl" || name == "x-delivery-limit") {
+      auto n = integer_of(entry.value);
+      if (!n) return invalid(name, "the value is not an integer; give a count, e.g. " +
+                                       std::string(name == "x-message-ttl" ? "60000 (milliseconds)" : "5"));
+      if (*n < 0) return invalid(name, "the value is negative; give a count of 0 or more");
+      (name == "x-message-ttl" ? def.message_ttl : def.delivery_limit) = static_cast<std::uint64_t>(*n);
+    } else if (name == "x-dead-letter-exchange") {
+      const auto* exchange = std::get_if<std::string>(&entry.value.value);
+      if (!exchange) return invalid(name, "the value is not a string; give the name of the exchange to dead-letter to");
+      if (!exchange->empty() && !routing::is_standard_exchange(*exchange)) {
+        if (auto bad = routing::check_name("exchange", *exchange)) return invalid(name, bad->text);
+      }
+      if (!def.dead_letter) def.dead_letter.emplace();
+      def.dead_letter->exchange = *exchange;
+    } else if (name == "x-dead-letter-routing-key") {
+      const auto* key = std::get_if<std::string>(&entry.value.value);
+      if (!key) return invalid(name, "the value is not a string; give the routing key dead letters are published with");
+      if (key->size() > routing::max_routing_key_length)
+        return invalid(name, "the key is longer than 255 octets; give a shorter routing key");
+      if (!def.dead_letter) def.dead_letter.emplace();
+      def.dead_letter->routing_key = *key;
+    } else if (name == "x-dead-letter-strategy") {
+      const auto* strategy = std::get_if<std::string>(&entry.value.value);
+      if (!strategy || (*strategy != "at-most-once" && *strategy != "at-least-once"))
+        return invalid(name, "the value is neither 'at-most-once' nor 'at-least-once'");
+    }
   }
-  return std::nullopt;
+  if (def.dead_letter && !wire::find(arguments, "x-dead-letter-exchange")) {
+    def.dead_letter.reset();
+    return invalid("x-dead-letter-routing-key",
+                   "routing_key_but_no_dlx_defined; give x-dead-letter-exchange too ('' for the default exchange)");
+  }
+  return true;
 }
 
 }  // namespace amqp::broker

@@ -1,7 +1,7 @@
 #pragma once
 // queue.declare arguments: RabbitMQ's `x-*` queue arguments that this translation honours,
 // accepts as hints, or refuses. Refused are those that change WHAT a consumer is delivered
-// (dead-lettering, length limits, priorities, single active consumer, streams):
+// and are not built yet (length limits, priorities, single active consumer, streams):
 // approximating them would deliver a different set, so they answer 540 with a remedy (the
 // rationale of HIP-1326 §4). Arguments RabbitMQ itself does not know are ignored, as it does.
 #include <optional>
@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "amqp/routing/topology.hpp"
 #include "amqp/wire/field_table.hpp"
 
 namespace amqp::broker {
@@ -16,9 +17,11 @@ namespace amqp::broker {
 // The 540 sentence for the first refused argument, or nullopt when every argument is fine.
 std::optional<std::string> refused_queue_argument(const wire::field_table& arguments);
 
-// x-message-ttl, honoured: its milliseconds (nullopt when absent), or RabbitMQ's 406 sentence
-// for a value that is not a non-negative integer (in `refusal`).
-std::optional<std::uint64_t> message_ttl_argument(const wire::field_table& arguments, std::string_view queue,
-                                                  std::string& refusal);
+// The arguments honoured with the queue's definition (x-message-ttl, x-dead-letter-exchange,
+// x-dead-letter-routing-key, x-delivery-limit) written into `def`; x-dead-letter-strategy is
+// checked (dead-lettering is always at least once, which satisfies either value). False with
+// RabbitMQ's 406 "invalid arg" sentence in `refusal` for a value of the wrong type or range.
+bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, routing::queue_def& def,
+                          std::string& refusal);
 
 }  // namespace amqp::broker

@@ -45,6 +45,8 @@ struct arrival {
   std::optional<std::uint32_t> unfilled;  // the status's Nats-Pending-Messages, when it has one
 };
 arrival read_arrival(natsMsg* msg);
+// A message's subject, AMQP properties (decoded from Amqp-Props) and body.
+void read_content(natsMsg* msg, delivery& d);
 
 // A queue's pull requests (see amqp/bus/client.hpp). Everything but the nats callbacks runs on
 // the executor.
@@ -151,6 +153,7 @@ class client_impl final : public client {
   bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters) override;
   bus_status delete_queue_consumer(const std::string& queue) override;
   bus_result<bus::queue_info> queue_info(const std::string& queue) override;
+  bus_result<bus::queue_info> peek_queue(const std::string& queue) override;
   bool publishes_uncounted() const override { return counts_behind_; }
   bus_status count_publishes() override { return catch_up_with_publishes("a pull"); }
   bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters) override;
@@ -158,6 +161,7 @@ class client_impl final : public client {
   bus_result<std::uint64_t> count_stored(std::uint64_t from, const std::vector<std::string>& filters) override;
   bus_result<std::optional<stored_message>> next_message(std::uint64_t from,
                                                          const std::vector<std::string>& filters) override;
+  bus_result<delivery> read_message(std::uint64_t seq) override;
 
   void publish(std::string subject, std::string amqp_props_b64, std::string body,
                boost::asio::any_io_executor ex, std::function<void(bus_status)> done) override;
@@ -199,6 +203,8 @@ class client_impl final : public client {
   void release_msg(msg_ptr msg) { released_.release(std::move(msg)); }
 
  private:
+  // CONSUMER.INFO of a queue, as queue_info reports it.
+  bus_result<bus::queue_info> counts_of(const std::string& queue, const std::string& step);
   struct pending_publish {
     std::string subject;
     std::string props_b64;

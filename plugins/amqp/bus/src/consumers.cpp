@@ -98,6 +98,16 @@ bus_result<bus::queue_info> client_impl::queue_info(const std::string& queue) {
   if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word");
   if (auto caught_up = catch_up_with_publishes(step); !caught_up) return caught_up.error();
   if (auto synced = sync_settlements(queue, step); !synced) return synced.error();
+  return counts_of(queue, step);
+}
+
+bus_result<bus::queue_info> client_impl::peek_queue(const std::string& queue) {
+  const std::string step = consumer_step("inspect", queue);
+  if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word");
+  return counts_of(queue, step);
+}
+
+bus_result<bus::queue_info> client_impl::counts_of(const std::string& queue, const std::string& step) {
   auto info = api(step, std::string{"CONSUMER.INFO."} + stream_name + "." + queue, nullptr);
   if (!info) return info.error();
   bus::queue_info out;
@@ -159,6 +169,21 @@ bus_result<std::uint64_t> client_impl::count_stored(std::uint64_t from, const st
 bus_result<std::optional<stored_message>> client_impl::next_message(std::uint64_t from,
                                                                    const std::vector<std::string>& filters) {
   return next_stored(from, filters, "read the stream");
+}
+
+bus_result<delivery> client_impl::read_message(std::uint64_t seq) {
+  const std::string step = "read message " + std::to_string(seq) + " of stream " + stream_name;
+  natsMsg* raw = nullptr;
+  jsErrCode js_code = static_cast<jsErrCode>(0);
+  if (natsStatus s = js_GetMsg(&raw, js_.get(), stream_name, seq, nullptr, &js_code); s != NATS_OK)
+    return nats_failure(step, s, js_code);
+  msg_ptr msg{raw};
+  delivery d;
+  read_content(msg.get(), d);
+  d.stream_seq = natsMsg_GetSequence(msg.get());
+  const std::int64_t stored = natsMsg_GetTime(msg.get());
+  d.stored_ns = stored > 0 ? static_cast<std::uint64_t>(stored) : 0;
+  return d;
 }
 
 // ---- reclaim at boot ------------------------------------------------------------------------

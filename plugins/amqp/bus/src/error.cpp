@@ -6,7 +6,7 @@ namespace {
 
 bus_errc kind_of(natsStatus s, int js_code) {
   if (js_code == JSStreamWrongLastSequenceErr) return bus_errc::conflict;
-  if (js_code == JSConsumerNotFoundErr || js_code == JSStreamNotFoundErr) return bus_errc::not_found;
+  if (js_code == JSConsumerNotFoundErr || js_code == JSStreamNotFoundErr || js_code == JSNoMessageFoundErr) return bus_errc::not_found;
   switch (s) {
     case NATS_NOT_FOUND: return bus_errc::not_found;
     case NATS_TIMEOUT: return bus_errc::timeout;

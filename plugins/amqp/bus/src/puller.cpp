@@ -45,6 +45,12 @@ pull_event status_event(int code, std::string description) {
 
 }  // namespace
 
+void read_content(natsMsg* msg, delivery& d) {
+  d.subject = natsMsg_GetSubject(msg);
+  if (auto props = base64_decode(header(msg, props_header))) d.amqp_props = std::move(*props);
+  d.body.assign(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
+}
+
 arrival read_arrival(natsMsg* msg) {
   arrival a;
   if (natsMsg_IsNoResponders(msg)) {
@@ -65,9 +71,7 @@ arrival read_arrival(natsMsg* msg) {
   const char* reply = natsMsg_GetReply(msg);
   d.reply = reply == nullptr ? "" : reply;
   parse_ack_subject(d.reply, d);
-  d.subject = natsMsg_GetSubject(msg);
-  if (auto props = base64_decode(header(msg, props_header))) d.amqp_props = std::move(*props);
-  d.body.assign(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
+  read_content(msg, d);
   a.message = std::move(d);
   return a;
 }

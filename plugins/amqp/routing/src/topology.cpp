@@ -189,6 +189,25 @@ bool topology::routable(std::string_view exchange, std::string_view routing_key)
   return false;
 }
 
+std::vector<std::string> topology::queues_reached(std::string_view exchange, std::string_view routing_key) const {
+  std::vector<std::string> reached;
+  const exchange_def* def = find_exchange(exchange);
+  auto subject = publish_subject(exchange, routing_key);
+  if (!def || !subject) return reached;
+  if (exchange.empty()) {
+    if (find_queue(routing_key)) reached.emplace_back(routing_key);
+    return reached;
+  }
+  for (const auto& queue : queues_bound_to(exchange)) {
+    const queue_def* q = find_queue(queue);
+    if (q && std::any_of(q->bindings.begin(), q->bindings.end(), [&](const binding& b) {
+          return b.exchange == exchange && key_reaches(def->kind, exchange, b.key, *subject);
+        }))
+      reached.push_back(queue);
+  }
+  return reached;
+}
+
 std::vector<std::string> topology::windowed_queues() const {
   std::vector<std::string> names;
   for (const auto& [name, def] : queues_)

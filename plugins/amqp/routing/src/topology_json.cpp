@@ -131,6 +131,12 @@ std::string encode_queue(const queue_def& def) {
     value["bindings"] = std::move(bindings);
   }
   if (def.message_ttl) value["message_ttl"] = *def.message_ttl;
+  if (def.dead_letter) {
+    json target{{"exchange", def.dead_letter->exchange}};
+    if (def.dead_letter->routing_key) target["routing_key"] = *def.dead_letter->routing_key;
+    value["dead_letter"] = std::move(target);
+  }
+  if (def.delivery_limit) value["delivery_limit"] = *def.delivery_limit;
   if (!def.retired.empty()) {
     json retired = json::array();
     for (const auto& r : def.retired) {
@@ -174,6 +180,20 @@ outcome<queue_def> parse_queue(std::string_view text) {
   if (auto ttl = value->find("message_ttl"); ttl != value->end()) {
     if (!ttl->is_number_unsigned()) return malformed("queue", "\"message_ttl\" is not a count of milliseconds");
     def.message_ttl = ttl->get<std::uint64_t>();
+  }
+  if (auto target = value->find("dead_letter"); target != value->end()) {
+    auto exchange = target->is_object() ? target->find("exchange") : target->end();
+    if (exchange == target->end() || !exchange->is_string())
+      return malformed("queue", "\"dead_letter\" is not an object with an \"exchange\" string");
+    def.dead_letter = dead_letter_target{exchange->get<std::string>(), std::nullopt};
+    if (auto key = target->find("routing_key"); key != target->end()) {
+      if (!key->is_string()) return malformed("queue", "\"dead_letter\".\"routing_key\" is not a string");
+      def.dead_letter->routing_key = key->get<std::string>();
+    }
+  }
+  if (auto limit = value->find("delivery_limit"); limit != value->end()) {
+    if (!limit->is_number_unsigned()) return malformed("queue", "\"delivery_limit\" is not a count");
+    def.delivery_limit = limit->get<std::uint64_t>();
   }
   if (auto failed = parse_list(*value, "bindings", def.bindings, parse_binding)) return *failed;
   if (auto failed = parse_list(*value, "retired", def.retired, parse_retired)) return *failed;

@@ -83,6 +83,31 @@ TEST_CASE("a binding's window, a retired binding and the message TTL round-trip,
   }
 }
 
+TEST_CASE("a dead-letter target and a delivery limit round-trip, omitted when unset") {
+  queue_def def{true, false, false, {}};
+  def.dead_letter = dead_letter_target{"dlx", std::nullopt};
+  def.delivery_limit = 0;
+  CHECK(encode_queue(def) == R"({"dead_letter":{"exchange":"dlx"},"delivery_limit":0,"durable":true})");
+  auto back = parse_queue(encode_queue(def));
+  REQUIRE(back);
+  CHECK(*back == def);
+  def.dead_letter = dead_letter_target{"", "parked"};
+  CHECK(encode_queue(def) ==
+        R"({"dead_letter":{"exchange":"","routing_key":"parked"},"delivery_limit":0,"durable":true})");
+  back = parse_queue(encode_queue(def));
+  REQUIRE(back);
+  CHECK(*back == def);
+  for (std::string_view bad : {R"({"durable":true,"dead_letter":"dlx"})", R"({"durable":true,"dead_letter":{}})",
+                               R"({"durable":true,"dead_letter":{"exchange":1}})",
+                               R"({"durable":true,"dead_letter":{"exchange":"x","routing_key":2}})",
+                               R"({"durable":true,"delivery_limit":-1})", R"({"durable":true,"delivery_limit":"3"})"}) {
+    CAPTURE(bad);
+    auto q = parse_queue(bad);
+    REQUIRE_FALSE(q);
+    CHECK(q.error().text.find("malformed queue") != std::string::npos);
+  }
+}
+
 TEST_CASE("malformed values are refused with a sentence, never thrown") {
   for (std::string_view bad : {"", "{", "[]", "null", "\"x\"", R"({"durable":true})",
                                R"({"kind":7})", R"({"kind":"headers"})", R"({"kind":"topic","durable":"yes"})",

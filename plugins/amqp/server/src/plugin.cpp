@@ -114,6 +114,13 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
                                   (cfg.replicas ? "CLOUD_AMQP_REPLICAS" : embedded ? "the embedded server" :
                                                                                      "the smaller of 3 and the bus's servers") +
                                   ")");
+    if (!bus_->exact_filtered_counts()) {
+      host.log(log_level::warning,
+               "nats-server before 2.12 can skip part of a queue's backlog when the queue's filters hold a "
+               "subject beside its own extension (a fanout binding, a topic binding ending in '#', a direct "
+               "binding with the empty key beside others), and this one predates 2.14, so it may; a consumer "
+               "that keeps up is not affected. Run nats-server 2.12 or later (README, 'Which nats-server')");
+    }
 
     broker::settings settings;
     settings.handshake_timeout = cfg.handshake_timeout;

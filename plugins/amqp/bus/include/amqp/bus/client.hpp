@@ -227,6 +227,9 @@ class client : public std::enable_shared_from_this<client> {
   // the queue before the call (acks and pulls travel separate server queues: DESIGN §5), and
   // counted every publish this client had confirmed (count_publishes).
   virtual bus_result<bus::queue_info> queue_info(const std::string& queue) = 0;
+  // The consumer's counts as the server has them at this instant, without waiting for this
+  // client's settlements and confirmed publishes to be counted: one round trip, and may lag.
+  virtual bus_result<bus::queue_info> peek_queue(const std::string& queue) = 0;
   // The bus confirms a publish before its queues' consumers count it, so a count or a no-wait
   // pull asked right after a confirm could miss the message. True when a publish was confirmed
   // since the last count_publishes; count_publishes (blocking) returns once all are counted.
@@ -245,6 +248,9 @@ class client : public std::enable_shared_from_this<client> {
   // nullopt when there is none.
   virtual bus_result<std::optional<stored_message>> next_message(std::uint64_t from,
                                                                  const std::vector<std::string>& filters) = 0;
+  // The message stored at `seq` in full: subject, properties, body, stream_seq and stored_ns
+  // (reply empty, delivered 0). Kind not_found when the stream holds none there.
+  virtual bus_result<delivery> read_message(std::uint64_t seq) = 0;
 
   // ---- publishing (non-blocking, pipelined) ---------------------------------------------
   // `done` is posted to `ex` exactly once: ok = stored in stream AMQP; error = the bus's

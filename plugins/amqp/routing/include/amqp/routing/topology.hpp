@@ -44,6 +44,14 @@ struct retired_binding {
   friend bool operator==(const retired_binding&, const retired_binding&) = default;
 };
 
+// x-dead-letter-exchange and x-dead-letter-routing-key: where a message the queue gives up on
+// (rejected without requeue, expired, past its delivery limit) is published instead.
+struct dead_letter_target {
+  std::string exchange;
+  std::optional<std::string> routing_key;  // absent: the message's own routing key
+  friend bool operator==(const dead_letter_target&, const dead_letter_target&) = default;
+};
+
 struct queue_def {
   bool durable = false;
   bool exclusive = false;
@@ -52,6 +60,10 @@ struct queue_def {
   std::vector<retired_binding> retired{};
   // x-message-ttl: how many milliseconds a message may wait in this queue (RabbitMQ's queue TTL).
   std::optional<std::uint64_t> message_ttl{};
+  std::optional<dead_letter_target> dead_letter{};
+  // x-delivery-limit: how many times a message may be returned to the queue before it is
+  // dead-lettered (or dropped) instead of delivered again.
+  std::optional<std::uint64_t> delivery_limit{};
   // Some route applies to only part of the stream (an `after`, or a retired binding).
   bool windowed() const;
   friend bool operator==(const queue_def&, const queue_def&) = default;
@@ -82,7 +94,8 @@ std::optional<bucket_key> parse_bucket_key(std::string_view key);
 // JSON, exactly the reference's: {"kind":"topic","durable":true} (+ "auto_delete":true,
 // "internal":true only when set); {"durable":bool,"exclusive":true?,"auto_delete":true?,
 // "bindings":[{"exchange":"x","key":"k","after":n?}]?, "retired":[{"filters":[…],"after":n?,
-// "until":n}]?, "message_ttl":ms?} (optional members omitted when false/empty/0/absent; the
+// "until":n}]?, "message_ttl":ms?, "dead_letter":{"exchange":"x","routing_key":"k"?}?,
+// "delivery_limit":n?} (optional members omitted when false/empty/0/absent; the
 // reference ignores the additions).
 // Parsing never throws: malformed JSON, a wrong member type or an unknown/headers kind is a
 // refusal (541 INTERNAL_ERROR, the sentence names what is wrong). Unknown members are ignored.
@@ -138,6 +151,8 @@ class topology {
   // index kept up to date on every write, touching only that exchange's bindings (never a
   // scan over every queue). False for an absent exchange or an unpublishable key.
   bool routable(std::string_view exchange, std::string_view routing_key) const;
+  // The queues a publish to (exchange, routing_key) reaches by their current bindings, sorted.
+  std::vector<std::string> queues_reached(std::string_view exchange, std::string_view routing_key) const;
 
   // Queues whose routes are windowed (queue_def::windowed), sorted: their windows are narrowed
   // as their consumers pass them.

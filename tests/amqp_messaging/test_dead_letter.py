@@ -1,0 +1,297 @@
+"""Dead-lettering and the delivery limit (issue 17, items 1-3), through pika: x-dead-letter-exchange,
+x-dead-letter-routing-key and x-delivery-limit as RabbitMQ's documentation specifies them. A message
+rejected without requeue, expired (also at the head of a queue nobody consumes) or returned more often
+than the limit is published to the dead-letter exchange with its properties, its body and RabbitMQ's
+`x-death` history, and leaves its queue only once the copy is stored. Runs on the pinned nats-server
+and, as its .floor twin, on the floor.
+"""
+import datetime
+import time
+import unittest
+import uuid
+
+import pika
+import pika.exceptions
+
+import cloudtest
+
+CLOUD = None
+
+
+def setUpModule():
+    global CLOUD
+    CLOUD = unittest.enterModuleContext(cloudtest.Cloud())
+
+
+class DeadLetterCase(unittest.TestCase):
+    """A confirming channel; a dead-letter exchange with a queue `dlq` taking every one-word key,
+    and a consumer of `dlq` collecting what arrives there (`self.dead`).
+
+    `dlq` is read by a consumer that keeps up, and bound through a topic exchange with `*`: the
+    floor server can skip part of a backlog that a queue bound several ways holds (README, "The
+    floor's known defect"); these tests are about what arrives, not about reading a backlog.
+    """
+
+    def setUp(self):
+        self.conn = pika.BlockingConnection(pika.ConnectionParameters(
+            host="127.0.0.1", port=CLOUD.amqp_port, heartbeat=0, blocked_connection_timeout=30))
+        self.ch = self.conn.channel()
+        self.ch.confirm_delivery()
+        word = uuid.uuid4().hex[:8]
+        self.q, self.dlx, self.dlq = f"work-{word}", f"dlx-{word}", f"dlq-{word}"
+        self.ch.exchange_declare(self.dlx, exchange_type="topic")
+        self.ch.queue_declare(self.dlq)
+        self.ch.queue_bind(self.dlq, self.dlx, "*")
+        self.dead = []
+        self.ch.basic_consume(self.dlq, lambda c, m, p, b: self.dead.append((m, p, b)), auto_ack=True)
+
+    def tearDown(self):
+        if self.conn.is_open:
+            self.conn.close()
+
+    def declare(self, queue=None, **arguments):
+        args = {"x-dead-letter-exchange": self.dlx}
+        args.update({k.replace("_", "-"): v for k, v in arguments.items()})
+        self.ch.queue_declare(queue or self.q, arguments={k: v for k, v in args.items() if v is not None})
+
+    def publish(self, body, queue=None, **props):
+        self.ch.basic_publish("", queue or self.q, body, pika.BasicProperties(**props))
+
+    def wait_dead(self, n, timeout=15):
+        """The first n dead letters that reached `dlq`, once they are there."""
+        deadline = time.monotonic() + timeout
+        while len(self.dead) < n and time.monotonic() < deadline:
+            self.conn.process_data_events(time_limit=0.05)
+        self.assertGreaterEqual(len(self.dead), n, f"dead letters in {self.dlq} within {timeout} s")
+        return self.dead[:n]
+
+    def wait_get(self, queue, timeout=15):
+        """The next message of `queue` (bound by its name only), acked, waiting for it to arrive."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            method, props, body = self.ch.basic_get(queue, auto_ack=True)
+            if method is not None:
+                return method, props, body
+            time.sleep(0.05)
+        self.fail(f"nothing arrived in {queue} within {timeout} s")
+
+    def count(self, queue):
+        return self.ch.queue_declare(queue, passive=True).method.message_count
+
+    def deaths(self, props):
+        return props.headers["x-death"]
+
+
+class Rejected(DeadLetterCase):
+    def test_a_rejected_message_keeps_its_properties_and_body_and_gains_its_history(self):
+        shop = "shop-" + uuid.uuid4().hex[:8]
+        self.ch.exchange_declare(shop, exchange_type="direct")
+        self.declare()
+        self.ch.queue_bind(self.q, shop, "order-paid")
+        self.ch.basic_publish(shop, "order-paid", b"\x00poison\xff", pika.BasicProperties(
+            content_type="application/json", correlation_id="c-1", delivery_mode=2, expiration="60000",
+            headers={"app": "kept"}))
+        before = datetime.datetime.now().replace(microsecond=0) - datetime.timedelta(seconds=2)
+        method, _, _ = self.ch.basic_get(self.q, auto_ack=False)
+        self.ch.basic_nack(method.delivery_tag, requeue=False)
+
+        [(method, props, body)] = self.wait_dead(1)
+        self.assertEqual(body, b"\x00poison\xff")
+        self.assertEqual((method.exchange, method.routing_key), (self.dlx, "order-paid"))
+        self.assertFalse(method.redelivered)
+        self.assertEqual((props.content_type, props.correlation_id, props.delivery_mode),
+                         ("application/json", "c-1", 2))
+        self.assertIsNone(props.expiration)  # it would expire the copy again
+        self.assertEqual(props.headers["app"], "kept")
+        [death] = self.deaths(props)
+        self.assertEqual({k: v for k, v in death.items() if k != "time"}, {
+            "count": 1, "reason": "rejected", "queue": self.q, "exchange": shop,
+            "routing-keys": ["order-paid"], "original-expiration": "60000"})
+        self.assertGreaterEqual(death["time"], before)
+        self.assertEqual((props.headers["x-first-death-reason"], props.headers["x-first-death-queue"],
+                          props.headers["x-first-death-exchange"]), ("rejected", self.q, shop))
+        self.assertEqual(self.count(self.q), 0)
+
+    def test_reject_and_nack_multiple_from_a_consumer_dead_letter_in_order(self):
+        self.declare()
+        for i in range(6):
+            self.publish(f"m{i}")
+        self.ch.basic_qos(prefetch_count=10)
+        tags = []
+        self.ch.basic_consume(self.q, lambda c, m, p, b: tags.append(m.delivery_tag))
+        deadline = time.monotonic() + 10
+        while len(tags) < 6 and time.monotonic() < deadline:
+            self.conn.process_data_events(time_limit=0.05)
+        self.assertEqual(len(tags), 6)
+        self.ch.basic_reject(tags[0], requeue=False)
+        self.ch.basic_ack(tags[1])
+        self.ch.basic_nack(tags[5], multiple=True, requeue=False)
+        got = [b.decode() for _, _, b in self.wait_dead(5)]
+        self.assertEqual(got, ["m0", "m2", "m3", "m4", "m5"])
+
+    def test_a_dead_letter_routing_key_through_the_default_exchange(self):
+        parked = self.dlq + "-parked"
+        self.ch.queue_declare(parked)
+        self.declare(x_dead_letter_exchange="", x_dead_letter_routing_key=parked)
+        self.publish("to-park")
+        method, _, _ = self.ch.basic_get(self.q, auto_ack=False)
+        self.ch.basic_reject(method.delivery_tag, requeue=False)
+        method, props, body = self.wait_get(parked)
+        self.assertEqual((body, method.exchange, method.routing_key), (b"to-park", "", parked))
+        self.assertEqual(self.deaths(props)[0]["routing-keys"], [self.q])
+        self.assertEqual(self.dead, [])
+
+    def test_a_dead_letter_exchange_that_does_not_exist_drops_the_message(self):
+        self.declare(x_dead_letter_exchange="absent-" + uuid.uuid4().hex[:8])
+        self.publish("dropped")
+        method, _, _ = self.ch.basic_get(self.q, auto_ack=False)
+        self.ch.basic_nack(method.delivery_tag, requeue=False)
+        self.assertTrue(cloudtest.wait_until(lambda: self.count(self.q) == 0, 5))
+        self.assertEqual(self.ch.basic_get(self.q, auto_ack=True)[0], None)
+
+    def test_the_primers_consumer_dead_letters_its_poison_message(self):
+        # ../shared/seeds/004's canonical consumer, its dotted names spelled with '-' (issue 18).
+        orders, dlx = "orders-" + self.q, "orders-dlx-" + self.q
+        self.ch.exchange_declare(orders, exchange_type="topic", durable=True)
+        self.ch.exchange_declare(dlx, exchange_type="fanout", durable=True)
+        self.ch.queue_declare(self.q, durable=True, arguments={
+            "x-queue-type": "quorum", "x-dead-letter-exchange": dlx})
+        self.ch.queue_bind(self.q, orders, routing_key="order.paid")
+        parked = self.dlq + "-parked"
+        self.ch.queue_declare(parked)
+        self.ch.queue_bind(parked, dlx)
+        dead = []
+        self.ch.basic_consume(parked, lambda c, m, p, b: dead.append((p, b)), auto_ack=True)
+        self.ch.basic_qos(prefetch_count=20)
+        for body in (b'{"id": 1}', b"not json", b'{"id": 2}'):
+            self.ch.basic_publish(orders, "order.paid", body)
+        shipped = []
+
+        def handle(channel, method, props, body):
+            try:
+                import json
+                shipped.append(json.loads(body)["id"])
+                channel.basic_ack(method.delivery_tag)
+            except ValueError:
+                channel.basic_nack(method.delivery_tag, requeue=False)
+
+        self.ch.basic_consume(self.q, handle)
+        deadline = time.monotonic() + 10
+        while (len(shipped) < 2 or not dead) and time.monotonic() < deadline:
+            self.conn.process_data_events(time_limit=0.05)
+        self.assertEqual(shipped, [1, 2])
+        [(props, body)] = dead
+        self.assertEqual(body, b"not json")
+        self.assertEqual(props.headers["x-first-death-reason"], "rejected")
+        self.assertEqual(props.headers["x-death"][0]["routing-keys"], ["order.paid"])
+
+
+class Expired(DeadLetterCase):
+    def test_expired_messages_are_dead_lettered_with_nobody_consuming(self):
+        self.declare(x_message_ttl=200)
+        for i in range(3):
+            self.publish(f"e{i}")
+        self.publish("own", expiration="100")
+        got = self.wait_dead(4)
+        self.assertEqual([b for _, _, b in got], [b"e0", b"e1", b"e2", b"own"])
+        for _, props, _ in got:
+            self.assertEqual(self.deaths(props)[0]["reason"], "expired")
+            self.assertEqual(props.headers["x-first-death-reason"], "expired")
+        self.assertNotIn("original-expiration", self.deaths(got[0][1])[0])
+        self.assertEqual(self.deaths(got[3][1])[0]["original-expiration"], "100")
+        self.assertEqual(self.count(self.q), 0)
+
+    def test_without_a_dead_letter_exchange_the_expired_leave_the_count(self):
+        self.ch.queue_declare(self.q, arguments={"x-message-ttl": 100})
+        for i in range(3):
+            self.publish(f"e{i}")
+        self.assertTrue(cloudtest.wait_until(lambda: self.count(self.q) == 0, 10))
+
+    def test_a_delayed_retry_goes_round_through_a_waiting_queue(self):
+        wait = self.q + "-wait"
+        self.declare(x_dead_letter_exchange="", x_dead_letter_routing_key=wait)
+        self.declare(wait, x_dead_letter_exchange="", x_dead_letter_routing_key=self.q, x_message_ttl=300)
+        self.publish("job")
+        method, _, _ = self.ch.basic_get(self.q, auto_ack=False)
+        self.ch.basic_reject(method.delivery_tag, requeue=False)  # fails once: retried after 300 ms
+        method, props, body = self.wait_get(self.q)
+        self.assertEqual((body, method.routing_key), (b"job", self.q))
+        self.assertEqual([(d["queue"], d["reason"], d["count"]) for d in self.deaths(props)],
+                         [(wait, "expired", 1), (self.q, "rejected", 1)])
+        self.assertEqual(props.headers["x-first-death-queue"], self.q)
+        self.assertEqual(props.headers["x-last-death-queue"], wait)
+
+    def test_a_cycle_no_client_takes_part_in_is_dropped(self):
+        self.declare(x_dead_letter_exchange="", x_dead_letter_routing_key=self.q, x_message_ttl=100)
+        self.publish("loop")
+        self.assertTrue(cloudtest.wait_until(lambda: self.count(self.q) == 0, 10))
+        time.sleep(1.5)  # it would be back by now
+        self.assertEqual(self.count(self.q), 0)
+        self.assertIsNone(self.ch.basic_get(self.q, auto_ack=True)[0])
+
+
+class DeliveryLimit(DeadLetterCase):
+    def returns(self, limit, dead_letter):
+        self.declare(x_delivery_limit=limit, x_dead_letter_exchange=self.dlx if dead_letter else None)
+        self.publish("again")
+        counts = []
+        while True:
+            deadline = time.monotonic() + 2
+            method = None
+            while method is None and time.monotonic() < deadline:
+                method, props, _ = self.ch.basic_get(self.q, auto_ack=False)
+                time.sleep(0 if method else 0.05)
+            if method is None:
+                return counts
+            counts.append((props.headers or {}).get("x-delivery-count", 0))
+            self.ch.basic_nack(method.delivery_tag, requeue=True)
+
+    def test_a_message_returned_more_often_than_the_limit_is_dead_lettered(self):
+        self.assertEqual(self.returns(2, True), [0, 1, 2])
+        [(_, props, body)] = self.wait_dead(1)
+        self.assertEqual(body, b"again")
+        self.assertEqual(self.deaths(props)[0]["reason"], "delivery_limit")
+
+    def test_without_a_dead_letter_exchange_it_is_dropped(self):
+        self.assertEqual(self.returns(0, False), [0])
+        self.assertEqual(self.count(self.q), 0)
+
+
+class Arguments(DeadLetterCase):
+    def refused(self, arguments, *texts):
+        ch = self.conn.channel()
+        with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as refused:
+            ch.queue_declare(self.q, arguments=arguments)
+        self.assertEqual(refused.exception.reply_code, 406)
+        for text in texts:
+            self.assertIn(text, refused.exception.reply_text)
+
+    def test_invalid_arguments_are_406_as_in_rabbitmq(self):
+        prefix = f"invalid arg '%s' for queue '{self.q}'"
+        self.refused({"x-dead-letter-exchange": 5}, prefix % "x-dead-letter-exchange", "not a string")
+        self.refused({"x-dead-letter-routing-key": "k"}, prefix % "x-dead-letter-routing-key",
+                     "routing_key_but_no_dlx_defined")
+        self.refused({"x-dead-letter-exchange": "a.b"}, prefix % "x-dead-letter-exchange", "holds '.'")
+        self.refused({"x-delivery-limit": "3"}, prefix % "x-delivery-limit", "not an integer")
+        self.refused({"x-delivery-limit": -1}, prefix % "x-delivery-limit", "negative")
+        self.refused({"x-dead-letter-exchange": self.dlx, "x-dead-letter-strategy": "sometimes"},
+                     prefix % "x-dead-letter-strategy")
+
+    def test_a_redeclaration_with_other_arguments_is_inequivalent(self):
+        self.declare(x_dead_letter_routing_key="k", x_delivery_limit=3,
+                     x_dead_letter_strategy="at-least-once")
+        for other, arg, shown in (
+                ({"x-dead-letter-exchange": "other", "x-dead-letter-routing-key": "k", "x-delivery-limit": 3},
+                 "x-dead-letter-exchange", f"received 'other' but current is '{self.dlx}'"),
+                ({"x-dead-letter-exchange": self.dlx, "x-delivery-limit": 3},
+                 "x-dead-letter-routing-key", "received 'none' but current is 'k'"),
+                ({"x-dead-letter-exchange": self.dlx, "x-dead-letter-routing-key": "k"},
+                 "x-delivery-limit", "received 'none' but current is '3'")):
+            with self.subTest(arg=arg):
+                self.refused(other, f"inequivalent arg '{arg}'", shown)
+        same = {"x-dead-letter-exchange": self.dlx, "x-dead-letter-routing-key": "k", "x-delivery-limit": 3}
+        self.assertEqual(self.ch.queue_declare(self.q, arguments=same).method.queue, self.q)
+
+
+if __name__ == "__main__":
+    unittest.main()
