@@ -401,6 +401,7 @@ void basic_class::on_method(wire::basic_get m) {
   auto queue = s.ctx.resolve_queue(m.queue, during);
   if (!queue) return;
   with_usable_queue(s.ctx, *queue, during, [&s, queue = *queue, no_ack = m.no_ack] {
+    s.ctx.state().note_use(queue, broker::use::get);
     s.ctx.basic().after_publishes([&s, queue, no_ack] {
       if (s.closed) return;
       auto get = std::make_shared<get_request>(s, queue, no_ack);

@@ -20,6 +20,7 @@
 #include <stdexcept>
 
 #include "channel_context.hpp"
+#include "dead_letter.hpp"
 #include "expiry.hpp"
 #include "topology_store.hpp"
 
@@ -81,6 +82,7 @@ bool broker::apply_locked(const std::string& key, const std::optional<std::strin
   if (revision != 0 && revision <= known) return false;
   if (revision != 0) known = revision;
   auto parsed = routing::parse_bucket_key(key);
+  if (parsed && parsed->what == routing::bucket_key::kind::use) return false;  // not topology
   bool existed = false;
   if (parsed) {
     existed = parsed->what == routing::bucket_key::kind::queue
@@ -120,6 +122,7 @@ void broker::on_watch_change(const std::string& key, const std::optional<std::st
     {
       std::lock_guard lock(owners_mutex_);
       exclusive_owners_.erase(parsed->name);
+      uses_written_.erase(parsed->name);
       channels = take_consumers_locked(parsed->name);
     }
     notify_deleted(parsed->name, std::move(channels));
@@ -309,7 +312,30 @@ void broker::remove_consumer(const std::string& queue, const channel_context& ch
     const auto* def = t.find_queue(queue);
     return def != nullptr && def->auto_delete;
   });
-  if (auto_delete) delete_queue(queue);
+  if (auto_delete) return delete_queue(queue);
+  note_use(queue, use::consumer_gone);  // x-expires counts from the last consumer's end
+}
+
+void broker::note_use(const std::string& queue, use how) {
+  const auto expires = read_topology([&](const routing::topology& t) -> std::optional<std::uint64_t> {
+    const auto* def = t.find_queue(queue);
+    return def ? def->expires : std::nullopt;
+  });
+  if (!expires) return;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(owners_mutex_);
+    auto& written = uses_written_[queue];
+    // A basic.get loop writes a quarter of the expiry apart; a declare or a consumer's end always.
+    if (how == use::get && now - written < std::chrono::milliseconds(*expires / 4)) return;
+    written = now;
+  }
+  boost::asio::post(bus_executor(), [self = shared_from_this(), queue] {
+    if (auto put = self->bus_->kv_put(routing::use_key(queue), std::to_string(wall_clock_ms())); !put)
+      self->warn("recording the use of queue '" + queue + "' for its x-expires: " + put.error().text);
+    auto& io = self->io_;  // not on a bus thread: the broker's last reference may be this one
+    boost::asio::post(io, [self = std::move(self)] {});
+  });
 }
 
 std::uint32_t broker::consumer_count(const std::string& queue) const {
@@ -353,6 +379,7 @@ void broker::forget_queue(const std::string& queue) {
     std::lock_guard lock(owners_mutex_);
     exclusive_owners_.erase(queue);
     transient_.erase(routing::queue_key(queue));
+    uses_written_.erase(queue);
     channels = take_consumers_locked(queue);
   }
   notify_deleted(queue, std::move(channels));

@@ -107,6 +107,11 @@ class broker : public std::enable_shared_from_this<broker> {
   void remove_consumer(const std::string& queue, const channel_context& channel,
                        const std::string& consumer_tag);
   std::uint32_t consumer_count(const std::string& queue) const;
+  // A queue with x-expires was used by what the bus cannot see (a declare, a basic.get, the end
+  // of its last consumer here): the time is written to its `u.` key in the bucket, for every
+  // replica's expiry check (expiry.hpp).
+  enum class use { declare, get, consumer_gone };
+  void note_use(const std::string& queue, use how);
 
   // ---- deleting a queue (queue.delete, exclusive owner gone, auto-delete, a watch delete)
   // The local half, immediate: mirror entry, exclusive claim and live consumers (each channel
@@ -196,6 +201,7 @@ class broker : public std::enable_shared_from_this<broker> {
   std::map<std::string, std::uint64_t> exclusive_owners_;
   std::map<std::string, std::vector<consumer_ref>> consumers_;
   std::set<std::string> transient_;
+  std::map<std::string, std::chrono::steady_clock::time_point> uses_written_;  // by note_use
   bool stopped_ = false;
 
 };

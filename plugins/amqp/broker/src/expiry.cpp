@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 #include <algorithm>
+#include <charconv>
 
 #include "channel_context.hpp"
 #include "dead_letter.hpp"
@@ -17,7 +18,7 @@ constexpr int most_per_round = 256;
 std::vector<std::string> sweepable(const routing::topology& t) {
   std::vector<std::string> names;
   for (const auto& [name, def] : t.queues())
-    if (def.message_ttl || def.dead_letter) names.push_back(name);
+    if (def.message_ttl || def.dead_letter || def.expires) names.push_back(name);
   return names;
 }
 
@@ -77,23 +78,59 @@ void expiry_sweeper::next_queue() {
 // reader finds what expired), or when the head was delivered before (requeued).
 expiry_sweeper::head expiry_sweeper::look(broker& b, const std::string& queue) {
   auto info = b.bus().peek_queue(queue);  // a count that lags only delays the look
-  if (!info || info->num_waiting > 0 || info->requeued() > 0 || info->num_pending == 0) return {};
+  if (!info) return {};
+  const auto expires = b.read_topology([&](const routing::topology& t) -> std::optional<std::uint64_t> {
+    const auto* def = t.find_queue(queue);
+    return def ? def->expires : std::nullopt;
+  });
+  head use;
+  if (expires) {
+    use = look_at_use(b, queue, *info, *expires);
+    if (use.unused) return use;
+  }
+  auto h = look_at_head(b, queue, *info);
+  if (!h.expires_at_ms || (use.expires_at_ms && *use.expires_at_ms < *h.expires_at_ms)) h.expires_at_ms = use.expires_at_ms;
+  return h;
+}
+
+expiry_sweeper::head expiry_sweeper::look_at_use(broker& b, const std::string& queue, const bus::queue_info& info,
+                                                 std::uint64_t expires) {
+  if (info.num_waiting > 0 || info.num_ack_pending > 0 || b.consumer_count(queue) > 0) {
+    return {false, false, wall_clock_ms() + expires / 2};  // in use: looked at again well before it could expire
+  }
+  std::uint64_t last = info.last_active_ms;
+  if (auto stamp = b.bus().kv_get(routing::use_key(queue))) {
+    std::uint64_t ms = 0;
+    const auto& text = stamp->value;
+    if (std::from_chars(text.data(), text.data() + text.size(), ms).ec == std::errc{}) last = std::max(last, ms);
+  }
+  if (wall_clock_ms() > last + expires) return {false, true, std::nullopt};
+  return {false, false, last + expires};
+}
+
+expiry_sweeper::head expiry_sweeper::look_at_head(broker& b, const std::string& queue, const bus::queue_info& info) {
+  if (info.num_waiting > 0 || info.requeued() > 0 || info.num_pending == 0) return {};
   const auto filters = b.filters_of(queue);
   if (filters.empty()) return {};
-  auto next = b.bus().next_message(info->delivered_stream_seq + 1, filters);
+  auto next = b.bus().next_message(info.delivered_stream_seq + 1, filters);
   if (!next || !*next) return {};
   auto message = b.bus().read_message((*next)->seq);
   if (!message) return {};
   const auto rules = b.rules_for(queue, *message);
-  if (!rules.routed) return {true, std::nullopt};  // acked unseen once taken
+  if (!rules.routed) return {true, false, std::nullopt};  // acked unseen once taken
   const auto expiry = expiry_of(*message, rules.message_ttl);
   if (!expiry) return {};
-  if (wall_clock_ms() > *expiry) return {true, std::nullopt};
-  return {false, *expiry};
+  if (wall_clock_ms() > *expiry) return {true, false, std::nullopt};
+  return {false, false, *expiry};
 }
 
 void expiry_sweeper::looked(const std::string& queue, const head& h) {
   if (stopped_) return;
+  if (h.unused) {
+    if (auto b = broker_.lock()) b->delete_queue(queue);
+    paces_.erase(queue);
+    return next_queue();
+  }
   if (h.expired) return take(queue);
   auto& p = paces_[queue];
   p.taken = 0;

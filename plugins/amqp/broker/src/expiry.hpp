@@ -1,5 +1,5 @@
 #pragma once
-// Expiry at the head of a queue nobody consumes. A consumer finds expired messages as it reads
+// Expiry at the head of a queue nobody consumes, and of a queue nobody uses (x-expires). A consumer finds expired messages as it reads
 // (dead_letter.hpp, passed_over), but RabbitMQ also expires the head of an idle queue, which is
 // what makes TTL plus a dead-letter exchange a delayed retry, and keeps message_count from
 // counting the expired. So each replica looks, about once a second, at the head of every queue
@@ -8,6 +8,12 @@
 //
 // Only a head that was never delivered is looked at: a requeued message cannot be read without
 // being delivered again, which would count against its delivery limit. It expires at the next read.
+//
+// A queue with x-expires is unused while its consumer has no pull waiting and nothing delivered
+// unsettled, on any replica, and none here: since the latest of the consumer's last activity
+// (the server's account: creation, delivery, ack) and the queue's `u.` key (a declare, a
+// basic.get, the end of a last consumer: broker::note_use). Past its x-expires, the queue is
+// deleted, as queue.delete deletes it; another replica deleting it at the same time is harmless.
 #include <utility>  // before Asio: see platform-notes
 
 #include <boost/asio/io_context.hpp>
@@ -38,11 +44,14 @@ class expiry_sweeper final : public std::enable_shared_from_this<expiry_sweeper>
   // What a look at a queue's head found (on the bus pool).
   struct head {
     bool expired = false;                         // the head expired (or is not the queue's): take it
+    bool unused = false;                          // the queue itself expired (x-expires): delete it
     std::optional<std::uint64_t> expires_at_ms;  // the head expires then: look again at that time
   };
   void tick_soon();
   void next_queue();
   head look(broker& b, const std::string& queue);
+  head look_at_use(broker& b, const std::string& queue, const bus::queue_info& info, std::uint64_t expires);
+  head look_at_head(broker& b, const std::string& queue, const bus::queue_info& info);
   void take(const std::string& queue);
   void looked(const std::string& queue, const head& h);
   void taken(const std::string& queue, bool gave_up);

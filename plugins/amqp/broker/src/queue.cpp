@@ -151,7 +151,8 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
   return !differs("x-message-ttl", wanted.message_ttl, current.message_ttl) &&
          !differs("x-dead-letter-exchange", dlx(wanted), dlx(current)) &&
          !differs("x-dead-letter-routing-key", dlrk(wanted), dlrk(current)) &&
-         !differs("x-delivery-limit", wanted.delivery_limit, current.delivery_limit);
+         !differs("x-delivery-limit", wanted.delivery_limit, current.delivery_limit) &&
+         !differs("x-expires", wanted.expires, current.expires);
 }
 
 // What a create on the bus found, after the consumer exists.
@@ -175,6 +176,7 @@ void declare_new(channel_context& ctx, const std::string& name, const routing::q
     t.put_queue(name, wanted);
     return true;
   });
+  b.note_use(name, broker::use::declare);
   broker* bp = &b;
   ctx.run_on_bus(
       key, [bp, name, wanted] { return create_on_bus(*bp, name, wanted); },
@@ -234,8 +236,9 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m) {
   if (!read_queue_arguments(m.arguments, name, wanted, invalid))
     return ctx.fail(wire::reply_code::precondition_failed, invalid, key);
   if (auto current = find(ctx, name)) {
-    if (equivalent(ctx, name, *current, wanted)) answer_declare(ctx, name, m.no_wait);
-    return;
+    if (!equivalent(ctx, name, *current, wanted)) return;
+    ctx.state().note_use(name, broker::use::declare);  // a re-declaration, not a passive one
+    return answer_declare(ctx, name, m.no_wait);
   }
   declare_new(ctx, name, wanted, m.no_wait);
 }

@@ -72,12 +72,16 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
   };
   for (const auto& entry : arguments.entries) {
     const auto& name = entry.name;
-    if (name == "x-message-ttl" || name == "x-delivery-limit") {
+    if (name == "x-message-ttl" || name == "x-delivery-limit" || name == "x-expires") {
+      const bool ms = name != "x-delivery-limit";
       auto n = integer_of(entry.value);
-      if (!n) return invalid(name, "the value is not an integer; give a count, e.g. " +
-                                       std::string(name == "x-message-ttl" ? "60000 (milliseconds)" : "5"));
+      if (!n) return invalid(name, std::string("the value is not an integer; give a count, e.g. ") +
+                                       (ms ? "60000 (milliseconds)" : "5"));
       if (*n < 0) return invalid(name, "the value is negative; give a count of 0 or more");
-      (name == "x-message-ttl" ? def.message_ttl : def.delivery_limit) = static_cast<std::uint64_t>(*n);
+      if (*n == 0 && name == "x-expires")
+        return invalid(name, "the value is zero; give the milliseconds an unused queue stays, 1 or more");
+      auto& field = name == "x-message-ttl" ? def.message_ttl : name == "x-expires" ? def.expires : def.delivery_limit;
+      field = static_cast<std::uint64_t>(*n);
     } else if (name == "x-dead-letter-exchange") {
       const auto* exchange = std::get_if<std::string>(&entry.value.value);
       if (!exchange) return invalid(name, "the value is not a string; give the name of the exchange to dead-letter to");

@@ -18,7 +18,7 @@ namespace amqp::broker {
 std::optional<std::string> refused_queue_argument(const wire::field_table& arguments);
 
 // The arguments honoured with the queue's definition (x-message-ttl, x-dead-letter-exchange,
-// x-dead-letter-routing-key, x-delivery-limit) written into `def`; x-dead-letter-strategy is
+// x-dead-letter-routing-key, x-delivery-limit, x-expires) written into `def`; x-dead-letter-strategy is
 // checked (dead-lettering is always at least once, which satisfies either value). False with
 // RabbitMQ's 406 "invalid arg" sentence in `refusal` for a value of the wrong type or range.
 bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, routing::queue_def& def,

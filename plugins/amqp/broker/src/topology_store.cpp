@@ -164,18 +164,22 @@ std::variant<routing::topology, failure> read_bucket(broker& b) {
   return topology;
 }
 
-// The exchanges a queue's bucket value binds (read before the queue goes). Absent or
-// unreadable: none, as there is nothing to reap for it.
-std::variant<std::vector<std::string>, failure> bound_exchanges(broker& b, const std::string& key) {
-  std::vector<std::string> exchanges;
+// A queue's bucket value, read before the queue goes. Absent or unreadable: an empty
+// definition, as there is nothing to reap for it.
+std::variant<routing::queue_def, failure> departing_queue(broker& b, const std::string& key) {
   auto current = b.bus().kv_get(key);
   if (!current) {
-    if (current.error().kind == bus::bus_errc::not_found) return exchanges;
+    if (current.error().kind == bus::bus_errc::not_found) return routing::queue_def{};
     return from_bus(current.error());
   }
-  if (auto def = routing::parse_queue(current->value)) {
-    for (const auto& x : def->bindings) exchanges.push_back(x.exchange);
-  }
+  auto def = routing::parse_queue(current->value);
+  return def ? *def : routing::queue_def{};
+}
+
+// The exchanges a definition binds, each once.
+std::vector<std::string> bound_exchanges(const routing::queue_def& def) {
+  std::vector<std::string> exchanges;
+  for (const auto& x : def.bindings) exchanges.push_back(x.exchange);
   std::sort(exchanges.begin(), exchanges.end());
   exchanges.erase(std::unique(exchanges.begin(), exchanges.end()), exchanges.end());
   return exchanges;
@@ -189,11 +193,15 @@ std::optional<failure> delete_key(broker& b, const std::string& key) {
 }
 
 std::optional<failure> remove_queue(broker& b, const std::string& key, const std::string& name) {
-  auto exchanges = bound_exchanges(b, key);
-  if (auto* f = std::get_if<failure>(&exchanges)) return *f;
+  auto departing = departing_queue(b, key);
+  if (auto* f = std::get_if<failure>(&departing)) return *f;
+  const auto& def = std::get<routing::queue_def>(departing);
   if (auto gone = b.bus().delete_queue_consumer(name); !gone) return from_bus(gone.error());
   if (auto f = delete_key(b, key)) return f;
-  return reap_auto_delete_exchanges(b, std::get<std::vector<std::string>>(exchanges));
+  if (def.expires) {
+    if (auto f = delete_key(b, routing::use_key(name))) return f;
+  }
+  return reap_auto_delete_exchanges(b, bound_exchanges(def));
 }
 
 }  // namespace
@@ -373,6 +381,7 @@ std::optional<failure> remove_entry(broker& b, const std::string& key) {
   auto parsed = routing::parse_bucket_key(key);
   if (!parsed) return failure{"bucket key '" + key + "' names neither an exchange nor a queue"};
   if (parsed->what == routing::bucket_key::kind::queue) return remove_queue(b, key, parsed->name);
+  if (parsed->what == routing::bucket_key::kind::use) return delete_key(b, key);
   // Its kind, read before it goes, spells the filters of the bindings it retires.
   std::optional<routing::exchange_kind> kind;
   if (auto current = b.bus().kv_get(key)) {

@@ -148,6 +148,7 @@ class client_impl final : public client {
   bus_result<std::uint64_t> kv_create(const std::string& key, const std::string& value) override;
   bus_result<std::uint64_t> kv_update(const std::string& key, const std::string& value,
                                       std::uint64_t expected_revision) override;
+  bus_result<std::uint64_t> kv_put(const std::string& key, const std::string& value) override;
   bus_status kv_delete(const std::string& key) override;
 
   bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters) override;
@@ -268,7 +269,7 @@ class client_impl final : public client {
   bus_result<std::optional<stored_message>> next_stored(std::uint64_t from, const std::vector<std::string>& filters,
                                                         const std::string& step);
   bus_result<std::uint64_t> kv_put_expecting(const std::string& step, const std::string& key,
-                                             const std::string& value, std::uint64_t expected);
+                                             const std::string& value, std::optional<std::uint64_t> expected);
   bus_result<json> kv_last(const std::string& step, const std::string& key);
 
   static void on_inbox_msg(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);

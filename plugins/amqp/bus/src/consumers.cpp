@@ -2,6 +2,7 @@
 // bindings, updated in place; configured as raw JetStream API JSON because nats.c cannot express
 // MaxAckPending = -1 (DESIGN §5). And the boot-time reclaim of a dead process's deliveries.
 #include <algorithm>
+#include <ctime>
 #include <limits>
 
 #include "client_impl.hpp"
@@ -49,6 +50,28 @@ std::string describe(const std::vector<std::string>& filters) {
 std::uint64_t seq_of(const json& info, const char* which, const char* field) {
   auto it = info.find(which);
   return it != info.end() && it->is_object() ? it->value(field, std::uint64_t{0}) : 0;
+}
+
+// An RFC 3339 time as the server writes it ("2026-12-01T17:21:05.461459242Z", always UTC), in
+// milliseconds since the epoch; 0 when it is not one.
+std::uint64_t epoch_ms(const std::string& text) {
+  std::tm tm{};
+  const char* rest = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr) return 0;
+  const std::time_t seconds = ::timegm(&tm);
+  if (seconds < 0) return 0;
+  std::uint64_t ms = static_cast<std::uint64_t>(seconds) * 1000;
+  if (*rest == '.') {
+    std::uint64_t scale = 100;
+    for (++rest; *rest >= '0' && *rest <= '9'; ++rest, scale /= 10) ms += static_cast<std::uint64_t>(*rest - '0') * scale;
+  }
+  return ms;
+}
+
+std::uint64_t last_active_of(const json& info, const char* which) {
+  auto it = info.find(which);
+  if (it == info.end() || !it->is_object()) return 0;
+  return epoch_ms(it->value("last_active", std::string{}));
 }
 
 }  // namespace
@@ -117,6 +140,8 @@ bus_result<bus::queue_info> client_impl::counts_of(const std::string& queue, con
   out.delivered_consumer_seq = seq_of(*info, "delivered", "consumer_seq");
   out.delivered_stream_seq = seq_of(*info, "delivered", "stream_seq");
   out.ack_floor_stream_seq = seq_of(*info, "ack_floor", "stream_seq");
+  out.last_active_ms = std::max({epoch_ms(info->value("created", std::string{})), last_active_of(*info, "delivered"),
+                                 last_active_of(*info, "ack_floor")});
   out.held_here = held(queue);
   return out;
 }

@@ -174,14 +174,15 @@ bus_result<kv_entry> client_impl::kv_get(const std::string& key) {
 }
 
 bus_result<std::uint64_t> client_impl::kv_put_expecting(const std::string& step, const std::string& key,
-                                                        const std::string& value, std::uint64_t expected) {
+                                                        const std::string& value,
+                                                        std::optional<std::uint64_t> expected) {
   if (closed_) return failure(step, "bus client is closed");
   natsMsg* raw = nullptr;
   natsStatus s = natsMsg_Create(&raw, kv_subject(key).c_str(), nullptr, value.data(),
                                 static_cast<int>(value.size()));
   msg_ptr msg{raw};
-  if (s == NATS_OK)
-    s = natsMsgHeader_Set(msg.get(), "Nats-Expected-Last-Subject-Sequence", std::to_string(expected).c_str());
+  if (s == NATS_OK && expected)
+    s = natsMsgHeader_Set(msg.get(), "Nats-Expected-Last-Subject-Sequence", std::to_string(*expected).c_str());
   if (s != NATS_OK) return nats_failure(step, s);
   natsMsg* reply_raw = nullptr;
   s = request_through_elections(
@@ -217,6 +218,12 @@ bus_result<std::uint64_t> client_impl::kv_update(const std::string& key, const s
   const std::string step = "update topology key " + key;
   if (!valid_key(key)) return failure(step, "not a valid key");
   return kv_put_expecting(step, key, value, expected_revision);
+}
+
+bus_result<std::uint64_t> client_impl::kv_put(const std::string& key, const std::string& value) {
+  const std::string step = "write topology key " + key;
+  if (!valid_key(key)) return failure(step, "not a valid key");
+  return kv_put_expecting(step, key, value, std::nullopt);
 }
 
 bus_status client_impl::kv_delete(const std::string& key) {

@@ -124,11 +124,16 @@ TEST_CASE("publish → pull → ack round trip keeps body and properties; the ac
   CHECK(d.stream_seq == 1);
   CHECK(d.pending == 0);
 
+  const auto before_ack = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch()).count();
   h.bus->ack(d.reply);
   REQUIRE(h.run_until([&] { return h.stream_messages() == 0; }));  // interest retention
   auto info = h.bus->queue_info("jobs");
   REQUIRE(info.ok());
   CHECK(info->num_ack_pending == 0);
+  // The ack is the consumer's last activity, by the server's clock (which is this machine's).
+  CHECK(info->last_active_ms + 1000 >= static_cast<std::uint64_t>(before_ack));
+  CHECK(info->last_active_ms <= static_cast<std::uint64_t>(before_ack) + 5000);
   // The request ends at its expiry, reporting what it did not bring.
   REQUIRE(h.run_until([&] { return !col.events.empty(); }, 5s));
   CHECK(col.events.front().status == pull_status::request_expired);

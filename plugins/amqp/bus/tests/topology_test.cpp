@@ -48,6 +48,14 @@ TEST_CASE("kv create/update/get/delete: conflicts and absence are distinguishabl
   auto recreated = bus.kv_create("q.a", "{}");  // over the delete marker
   REQUIRE_MESSAGE(recreated.ok(), recreated.error().text);
 
+  // kv_put writes whatever the key holds, absent or not.
+  auto put = bus.kv_put("u.a", "1");
+  REQUIRE_MESSAGE(put.ok(), put.error().text);
+  auto overwritten = bus.kv_put("u.a", "2");
+  REQUIRE_MESSAGE(overwritten.ok(), overwritten.error().text);
+  CHECK(*overwritten > *put);
+  CHECK(bus.kv_get("u.a")->value == "2");
+
   auto bad = bus.kv_get("q.has space");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().text.find("not a valid key") != std::string::npos);

@@ -67,6 +67,7 @@ std::optional<refusal> topology::apply(std::string_view key, std::optional<std::
                    "topology bucket key '" + std::string(key) +
                        "' is neither x.<exchange> nor q.<queue> with a valid name; ignored"};
   }
+  if (parsed->what == bucket_key::kind::use) return std::nullopt;
   if (parsed->what == bucket_key::kind::exchange) {
     if (!json) {
       erase_exchange(parsed->name);

@@ -95,14 +95,15 @@ std::string dump(const json& value) {
 
 std::string exchange_key(std::string_view exchange) { return "x." + std::string(exchange); }
 std::string queue_key(std::string_view queue) { return "q." + std::string(queue); }
+std::string use_key(std::string_view queue) { return "u." + std::string(queue); }
 
 std::optional<bucket_key> parse_bucket_key(std::string_view key) {
   if (key.size() < 3 || key[1] != '.') return std::nullopt;
   bucket_key parsed{bucket_key::kind::exchange, std::string(key.substr(2))};
   if (key[0] == 'x') {
     if (is_standard_exchange(parsed.name) || check_name("exchange", parsed.name)) return std::nullopt;
-  } else if (key[0] == 'q') {
-    parsed.what = bucket_key::kind::queue;
+  } else if (key[0] == 'q' || key[0] == 'u') {
+    parsed.what = key[0] == 'q' ? bucket_key::kind::queue : bucket_key::kind::use;
     if (check_name("queue", parsed.name)) return std::nullopt;
   } else {
     return std::nullopt;
@@ -137,6 +138,7 @@ std::string encode_queue(const queue_def& def) {
     value["dead_letter"] = std::move(target);
   }
   if (def.delivery_limit) value["delivery_limit"] = *def.delivery_limit;
+  if (def.expires) value["expires"] = *def.expires;
   if (!def.retired.empty()) {
     json retired = json::array();
     for (const auto& r : def.retired) {
@@ -191,9 +193,11 @@ outcome<queue_def> parse_queue(std::string_view text) {
       def.dead_letter->routing_key = key->get<std::string>();
     }
   }
-  if (auto limit = value->find("delivery_limit"); limit != value->end()) {
-    if (!limit->is_number_unsigned()) return malformed("queue", "\"delivery_limit\" is not a count");
-    def.delivery_limit = limit->get<std::uint64_t>();
+  for (auto [member, field] : {std::pair{"delivery_limit", &queue_def::delivery_limit}, std::pair{"expires", &queue_def::expires}}) {
+    if (auto count = value->find(member); count != value->end()) {
+      if (!count->is_number_unsigned()) return malformed("queue", "\"" + std::string(member) + "\" is not a count");
+      def.*field = count->get<std::uint64_t>();
+    }
   }
   if (auto failed = parse_list(*value, "bindings", def.bindings, parse_binding)) return *failed;
   if (auto failed = parse_list(*value, "retired", def.retired, parse_retired)) return *failed;

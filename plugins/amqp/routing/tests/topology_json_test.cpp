@@ -17,6 +17,8 @@ TEST_CASE("bucket keys") {
   CHECK(queue_key("orders") == "q.orders");
   CHECK(*parse_bucket_key("x.events") == bucket_key{bucket_key::kind::exchange, "events"});
   CHECK(*parse_bucket_key("q.orders") == bucket_key{bucket_key::kind::queue, "orders"});
+  CHECK(*parse_bucket_key("u.orders") == bucket_key{bucket_key::kind::use, "orders"});
+  CHECK(use_key("orders") == "u.orders");
   for (std::string_view bad : {"", "x", "x.", "q.", "z.a", "xx.a", "q.a.b", "x.amq.topic", "x._",
                                "q.a b", "x.amq-topic"}) {
     CAPTURE(bad);
@@ -83,24 +85,27 @@ TEST_CASE("a binding's window, a retired binding and the message TTL round-trip,
   }
 }
 
-TEST_CASE("a dead-letter target and a delivery limit round-trip, omitted when unset") {
+TEST_CASE("a dead-letter target, a delivery limit and an expiry round-trip, omitted when unset") {
   queue_def def{true, false, false, {}};
   def.dead_letter = dead_letter_target{"dlx", std::nullopt};
   def.delivery_limit = 0;
   CHECK(encode_queue(def) == R"({"dead_letter":{"exchange":"dlx"},"delivery_limit":0,"durable":true})");
+  def.expires = 1500;
+  CHECK(encode_queue(def) == R"({"dead_letter":{"exchange":"dlx"},"delivery_limit":0,"durable":true,"expires":1500})");
   auto back = parse_queue(encode_queue(def));
   REQUIRE(back);
   CHECK(*back == def);
   def.dead_letter = dead_letter_target{"", "parked"};
   CHECK(encode_queue(def) ==
-        R"({"dead_letter":{"exchange":"","routing_key":"parked"},"delivery_limit":0,"durable":true})");
+        R"({"dead_letter":{"exchange":"","routing_key":"parked"},"delivery_limit":0,"durable":true,"expires":1500})");
   back = parse_queue(encode_queue(def));
   REQUIRE(back);
   CHECK(*back == def);
   for (std::string_view bad : {R"({"durable":true,"dead_letter":"dlx"})", R"({"durable":true,"dead_letter":{}})",
                                R"({"durable":true,"dead_letter":{"exchange":1}})",
                                R"({"durable":true,"dead_letter":{"exchange":"x","routing_key":2}})",
-                               R"({"durable":true,"delivery_limit":-1})", R"({"durable":true,"delivery_limit":"3"})"}) {
+                               R"({"durable":true,"delivery_limit":-1})", R"({"durable":true,"delivery_limit":"3"})",
+                               R"({"durable":true,"expires":-1})", R"({"durable":true,"expires":"1s"})"}) {
     CAPTURE(bad);
     auto q = parse_queue(bad);
     REQUIRE_FALSE(q);

@@ -44,6 +44,12 @@ TEST_CASE("apply deletes per kind: deleting exchange foo leaves queue foo") {
   REQUIRE_FALSE(t.apply("q.foo", std::nullopt));
   CHECK(t.find_exchange("foo"));
   CHECK_FALSE(t.find_queue("foo"));
+  // A queue's use stamp (x-expires) is no topology: taken, and nothing changes.
+  REQUIRE_FALSE(t.apply("q.foo", R"({"durable":true})"));
+  REQUIRE_FALSE(t.apply("u.foo", "1764600000000"));
+  REQUIRE_FALSE(t.apply("u.foo", std::nullopt));
+  CHECK(t.find_exchange("foo"));
+  CHECK(t.find_queue("foo"));
 }
 
 TEST_CASE("apply refuses malformed keys and values and leaves the mirror unchanged") {

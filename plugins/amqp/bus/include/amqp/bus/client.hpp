@@ -75,6 +75,9 @@ struct queue_info {
   std::uint64_t delivered_consumer_seq = 0;
   std::uint64_t delivered_stream_seq = 0;  // the consumer has passed every message up to it
   std::uint64_t ack_floor_stream_seq = 0;  // every message up to it was delivered and acked
+  // When the consumer last did something, by the server's clock (ms since the epoch): the latest
+  // of its creation, its last delivery and its last ack.
+  std::uint64_t last_active_ms = 0;
   // AMQP's message count: never delivered, or requeued and not delivered again. Deliveries other
   // replicas' clients hold unsettled count here too (only this client's are known).
   std::uint64_t ready() const { return num_pending + requeued(); }
@@ -212,6 +215,8 @@ class client : public std::enable_shared_from_this<client> {
   virtual bus_result<std::uint64_t> kv_create(const std::string& key, const std::string& value) = 0;
   virtual bus_result<std::uint64_t> kv_update(const std::string& key, const std::string& value,
                                               std::uint64_t expected_revision) = 0;
+  // Blocking. Writes whatever the key holds now (no revision check).
+  virtual bus_result<std::uint64_t> kv_put(const std::string& key, const std::string& value) = 0;
   virtual bus_status kv_delete(const std::string& key) = 0;
 
   // ---- queues (blocking) ---------------------------------------------------------------

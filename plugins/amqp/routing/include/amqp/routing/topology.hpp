@@ -64,6 +64,8 @@ struct queue_def {
   // x-delivery-limit: how many times a message may be returned to the queue before it is
   // dead-lettered (or dropped) instead of delivered again.
   std::optional<std::uint64_t> delivery_limit{};
+  // x-expires: the queue is deleted once nothing used it for this many milliseconds.
+  std::optional<std::uint64_t> expires{};
   // Some route applies to only part of the stream (an `after`, or a retired binding).
   bool windowed() const;
   friend bool operator==(const queue_def&, const queue_def&) = default;
@@ -78,24 +80,26 @@ struct route_window {
 };
 bool admitted(const std::vector<route_window>& windows, std::string_view subject, std::uint64_t seq);
 
-// Bucket keys: "x." + name and "q." + name.
+// Bucket keys: "x." + name and "q." + name; and "u." + name, when a queue with x-expires was
+// last declared or read (milliseconds since the epoch, in decimal), which is not topology.
 std::string exchange_key(std::string_view exchange);
 std::string queue_key(std::string_view queue);
+std::string use_key(std::string_view queue);
 
 struct bucket_key {
-  enum class kind { exchange, queue };
+  enum class kind { exchange, queue, use };
   kind what;
   std::string name;
   friend bool operator==(const bucket_key&, const bucket_key&) = default;
 };
-// "x.<name>" / "q.<name>" with a name check_name accepts; nullopt otherwise.
+// "x.<name>" / "q.<name>" / "u.<name>" with a name check_name accepts; nullopt otherwise.
 std::optional<bucket_key> parse_bucket_key(std::string_view key);
 
 // JSON, exactly the reference's: {"kind":"topic","durable":true} (+ "auto_delete":true,
 // "internal":true only when set); {"durable":bool,"exclusive":true?,"auto_delete":true?,
 // "bindings":[{"exchange":"x","key":"k","after":n?}]?, "retired":[{"filters":[…],"after":n?,
 // "until":n}]?, "message_ttl":ms?, "dead_letter":{"exchange":"x","routing_key":"k"?}?,
-// "delivery_limit":n?} (optional members omitted when false/empty/0/absent; the
+// "delivery_limit":n?, "expires":ms?} (optional members omitted when false/empty/0/absent; the
 // reference ignores the additions).
 // Parsing never throws: malformed JSON, a wrong member type or an unknown/headers kind is a
 // refusal (541 INTERNAL_ERROR, the sentence names what is wrong). Unknown members are ignored.
@@ -113,7 +117,7 @@ class topology {
   topology();
 
   // One KV update: a value (put) or nullopt (delete/purge marker). `x.` keys touch only
-  // exchanges and `q.` keys only queues. A malformed key or value leaves the mirror unchanged
+  // exchanges and `q.` keys only queues; `u.` keys nothing. A malformed key or value leaves the mirror unchanged
   // and is returned as a refusal for the caller to log.
   std::optional<refusal> apply(std::string_view bucket_key, std::optional<std::string_view> json);
 

@@ -1,0 +1,112 @@
+"""x-expires (issue 17, item 2), through pika: a queue nothing uses (no consumer on any replica, no
+basic.get, no re-declaration; a passive declare only looks) for that many milliseconds is deleted, with its consumer on the bus
+and its messages, as RabbitMQ deletes it; a consumer on another `cloud` replica keeps it. Runs on
+the pinned nats-server and, as its .floor twin, on the floor.
+"""
+import time
+import unittest
+import uuid
+
+import pika
+import pika.exceptions
+
+import cloudtest
+
+A = B = None
+
+
+def setUpModule():
+    global A, B
+    A = unittest.enterModuleContext(cloudtest.Cloud())
+    B = unittest.enterModuleContext(cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": A.pubsub_url}))
+
+
+def connect(cloud):
+    return pika.BlockingConnection(pika.ConnectionParameters(
+        host="127.0.0.1", port=cloud.amqp_port, heartbeat=0, blocked_connection_timeout=30))
+
+
+class Expires(unittest.TestCase):
+    def setUp(self):
+        self.conn = connect(A)
+        self.ch = self.conn.channel()
+        self.q = "expiring-" + uuid.uuid4().hex[:8]
+
+    def tearDown(self):
+        if self.conn.is_open:
+            self.conn.close()
+
+    def exists(self, conn=None):
+        ch = (conn or self.conn).channel()
+        try:
+            ch.queue_declare(self.q, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as e:
+            self.assertEqual(e.reply_code, 404)
+            return False
+        ch.close()
+        return True
+
+    def gone_within(self, seconds, conn=None):
+        return cloudtest.wait_until(lambda: not self.exists(conn), seconds, interval=0.2)
+
+    def test_an_unused_queue_goes_after_its_expiry_with_its_messages(self):
+        self.ch.queue_declare(self.q, arguments={"x-expires": 1500})
+        self.ch.confirm_delivery()
+        self.ch.basic_publish("", self.q, b"left behind")
+        time.sleep(0.5)
+        self.assertTrue(self.exists(), "the queue went before its expiry")
+        self.assertTrue(self.gone_within(10))
+        self.ch.queue_declare(self.q)  # a new queue of that name starts empty
+        self.assertEqual(self.ch.queue_declare(self.q, passive=True).method.message_count, 0)
+        self.ch.queue_delete(self.q)
+
+    def test_a_consumer_on_another_replica_keeps_it_and_its_end_starts_the_clock(self):
+        self.ch.queue_declare(self.q, arguments={"x-expires": 1000})
+        other = connect(B)
+        try:
+            ch = other.channel()
+            tag = ch.basic_consume(self.q, lambda *a: None, auto_ack=True)
+            deadline = time.monotonic() + 3.5
+            while time.monotonic() < deadline:
+                other.process_data_events(time_limit=0.1)
+            self.assertTrue(self.exists(), "a consumed queue expired")
+            ch.basic_cancel(tag)
+            ended = time.monotonic()
+            self.assertTrue(self.exists(other), "the queue went at once when its consumer ended")
+            self.assertTrue(self.gone_within(10, other))
+            self.assertGreaterEqual(time.monotonic() - ended, 0.9)
+        finally:
+            other.close()
+
+    def test_a_declaration_or_a_get_counts_as_use(self):
+        self.ch.queue_declare(self.q, arguments={"x-expires": 2000})
+        for use in (lambda: self.ch.queue_declare(self.q, arguments={"x-expires": 2000}),
+                    lambda: self.ch.basic_get(self.q, auto_ack=True),
+                    lambda: self.ch.queue_declare(self.q, arguments={"x-expires": 2000})):
+            time.sleep(1.2)
+            use()
+        time.sleep(1.2)
+        self.assertTrue(self.exists(), "the queue expired though it was used every 1.2 s")
+        self.assertTrue(self.gone_within(12))
+
+    def test_an_invalid_or_other_x_expires_is_406_as_in_rabbitmq(self):
+        for bad, why in (("soon", "not an integer"), (-1, "negative"), (0, "zero")):
+            with self.subTest(value=bad):
+                ch = self.conn.channel()
+                with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as refused:
+                    ch.queue_declare(self.q, arguments={"x-expires": bad})
+                self.assertEqual(refused.exception.reply_code, 406)
+                self.assertIn(f"invalid arg 'x-expires' for queue '{self.q}'", refused.exception.reply_text)
+                self.assertIn(why, refused.exception.reply_text)
+        self.ch.queue_declare(self.q, arguments={"x-expires": 60000})
+        ch = self.conn.channel()
+        with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as refused:
+            ch.queue_declare(self.q, arguments={"x-expires": 30000})
+        self.assertEqual(refused.exception.reply_code, 406)
+        self.assertIn("inequivalent arg 'x-expires'", refused.exception.reply_text)
+        self.assertIn("received '30000' but current is '60000'", refused.exception.reply_text)
+        self.ch.queue_delete(self.q)
+
+
+if __name__ == "__main__":
+    unittest.main()
