@@ -1,4 +1,4 @@
-"""Dead-lettering side by side with a real RabbitMQ 3.10 (the Debian package): each scenario runs,
+"""Dead-lettering and expiry side by side with a real RabbitMQ 3.10 (the Debian package): each scenario runs,
 through pika, once on the adaptor and once on a private RabbitMQ, and reduces what it observed to a
 plain summary (dicts and lists of strings and ints, `time` values dropped once checked to be
 datetimes, the run's unique word in names written W); the two summaries must be equal.
@@ -12,6 +12,7 @@ import unittest
 import uuid
 
 import pika
+import pika.exceptions
 
 import cloudtest
 import rabbitmq
@@ -222,6 +223,37 @@ def per_message_expiration(s):
             for _, p, _ in dead]
 
 
+def unused_queue_expires(s):
+    """Is the queue there 0.5 s after its declaration, 4.5 s after that look, and 4 s after a
+    basic.get loop and a passive-declare loop (every 0.4 s for 3 s) each?"""
+    q = s.name("expiring")
+    seen = {}
+
+    def look():
+        ch = s.conn.channel()
+        try:
+            ch.queue_declare(q, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as e:
+            return e.reply_code
+        ch.close()
+        return "there"
+
+    def loop(use):
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            use()
+            s.pause(0.4)
+    for name, use in (("idle", None), ("basic.get", lambda: s.ch.basic_get(q, auto_ack=True)), ("passive", look)):
+        s.ch.queue_declare(q, arguments={"x-expires": 1000})
+        if use:
+            loop(use)
+        s.pause(0.5)
+        seen[name] = [look()]
+        s.pause(4.5)
+        seen[name].append(look())
+    return seen
+
+
 class SameAsRabbitMQ(unittest.TestCase):
     maxDiff = None
 
@@ -263,6 +295,9 @@ class SameAsRabbitMQ(unittest.TestCase):
 
     def test_g_per_message_expiration(self):
         self.same(per_message_expiration)
+
+    def test_h_an_unused_queue_expires(self):
+        self.same(unused_queue_expires)
 
 
 if __name__ == "__main__":

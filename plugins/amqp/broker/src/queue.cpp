@@ -110,6 +110,7 @@ void answer_declare(channel_context& ctx, const std::string& name, bool no_wait)
   static constexpr auto key = wire::queue_declare::key;
   ctx.last_queue = name;
   broker* b = &ctx.state();
+  b->note_use(name, broker::use::declare);  // a passive one too, as RabbitMQ counts it
   // Counted once this channel's publishes so far are stored, as RabbitMQ counts them.
   ctx.basic().after_publishes([&ctx, b, name, no_wait] {
     ctx.run_on_bus(key, [b, name] { return pending_or_heal(*b, name); },
@@ -176,7 +177,6 @@ void declare_new(channel_context& ctx, const std::string& name, const routing::q
     t.put_queue(name, wanted);
     return true;
   });
-  b.note_use(name, broker::use::declare);
   broker* bp = &b;
   ctx.run_on_bus(
       key, [bp, name, wanted] { return create_on_bus(*bp, name, wanted); },
@@ -237,7 +237,6 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m) {
     return ctx.fail(wire::reply_code::precondition_failed, invalid, key);
   if (auto current = find(ctx, name)) {
     if (!equivalent(ctx, name, *current, wanted)) return;
-    ctx.state().note_use(name, broker::use::declare);  // a re-declaration, not a passive one
     return answer_declare(ctx, name, m.no_wait);
   }
   declare_new(ctx, name, wanted, m.no_wait);
