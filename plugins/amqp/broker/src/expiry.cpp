@@ -70,6 +70,8 @@ void expiry_sweeper::next_queue() {
     auto owner = self->broker_.lock();
     if (!owner) return;
     auto h = self->look(*owner, queue);
+    auto& io = owner->io();  // not on a bus thread: the broker's last reference may be this one
+    boost::asio::post(io, [owner = std::move(owner)] {});
     boost::asio::post(self->strand_, [self, queue, h] { self->looked(queue, h); });
   });
 }
