@@ -224,8 +224,9 @@ def per_message_expiration(s):
 
 
 def unused_queue_expires(s):
-    """Is the queue there 0.5 s after its declaration, 4.5 s after that look, and 4 s after a
-    basic.get loop and a passive-declare loop (every 0.4 s for 3 s) each?"""
+    """Is the queue there 0.5 s after its declaration, and 6.5 s after that look (its 1 s expiry
+    with room for a loaded machine), idle and after a basic.get loop and a passive-declare loop
+    (every 0.4 s for 3 s) each?"""
     q = s.name("expiring")
     seen = {}
 
@@ -249,7 +250,7 @@ def unused_queue_expires(s):
             loop(use)
         s.pause(0.5)
         seen[name] = [look()]
-        s.pause(4.5)
+        s.pause(6.5)
         seen[name].append(look())
     return seen
 

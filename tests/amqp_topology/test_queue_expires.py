@@ -57,7 +57,7 @@ class Expires(unittest.TestCase):
         self.ch.basic_publish("", self.q, b"left behind")
         time.sleep(0.5)
         self.assertTrue(self.exists(), "the queue went before its expiry")
-        self.assertTrue(self.gone_after(4.5))
+        self.assertTrue(self.gone_after(6.5))
         self.ch.queue_declare(self.q)  # a new queue of that name starts empty
         self.assertEqual(self.ch.queue_declare(self.q, passive=True).method.message_count, 0)
         self.ch.queue_delete(self.q)
@@ -75,7 +75,7 @@ class Expires(unittest.TestCase):
             ch.basic_cancel(tag)
             time.sleep(0.5)
             self.assertTrue(self.exists(other), "the queue went at once when its consumer ended")
-            self.assertTrue(self.gone_after(4, other))
+            self.assertTrue(self.gone_after(6, other))
         finally:
             other.close()
 
@@ -88,7 +88,7 @@ class Expires(unittest.TestCase):
             use()
         time.sleep(1.2)
         self.assertTrue(self.exists(), "the queue expired though it was used every 1.2 s")
-        self.assertTrue(self.gone_after(5.5))
+        self.assertTrue(self.gone_after(7.5))
 
     def test_an_invalid_or_other_x_expires_is_406_as_in_rabbitmq(self):
         for bad, why in (("soon", "not an integer"), (-1, "negative"), (0, "zero")):

@@ -122,7 +122,7 @@ void broker::on_watch_change(const std::string& key, const std::optional<std::st
     {
       std::lock_guard lock(owners_mutex_);
       exclusive_owners_.erase(parsed->name);
-      uses_written_.erase(parsed->name);
+      uses_.erase(parsed->name);
       channels = take_consumers_locked(parsed->name);
     }
     notify_deleted(parsed->name, std::move(channels));
@@ -323,19 +323,27 @@ void broker::note_use(const std::string& queue, use how) {
   });
   if (!expires) return;
   const auto now = std::chrono::steady_clock::now();
+  const auto at = wall_clock_ms();
   {
     std::lock_guard lock(owners_mutex_);
-    auto& written = uses_written_[queue];
+    auto& last = uses_[queue];
+    last.at_ms = at;
     // A basic.get loop writes a quarter of the expiry apart; a declare or a consumer's end always.
-    if (how == use::get && now - written < std::chrono::milliseconds(*expires / 4)) return;
-    written = now;
+    if (how == use::get && now - last.written < std::chrono::milliseconds(*expires / 4)) return;
+    last.written = now;
   }
-  boost::asio::post(bus_executor(), [self = shared_from_this(), queue] {
-    if (auto put = self->bus_->kv_put(routing::use_key(queue), std::to_string(wall_clock_ms())); !put)
+  boost::asio::post(bus_executor(), [self = shared_from_this(), queue, at] {
+    if (auto put = self->bus_->kv_put(routing::use_key(queue), std::to_string(at)); !put)
       self->warn("recording the use of queue '" + queue + "' for its x-expires: " + put.error().text);
     auto& io = self->io_;  // not on a bus thread: the broker's last reference may be this one
     boost::asio::post(io, [self = std::move(self)] {});
   });
+}
+
+std::uint64_t broker::last_use_here_ms(const std::string& queue) const {
+  std::lock_guard lock(owners_mutex_);
+  auto it = uses_.find(queue);
+  return it == uses_.end() ? 0 : it->second.at_ms;
 }
 
 std::uint32_t broker::consumer_count(const std::string& queue) const {
@@ -379,7 +387,7 @@ void broker::forget_queue(const std::string& queue) {
     std::lock_guard lock(owners_mutex_);
     exclusive_owners_.erase(queue);
     transient_.erase(routing::queue_key(queue));
-    uses_written_.erase(queue);
+    uses_.erase(queue);
     channels = take_consumers_locked(queue);
   }
   notify_deleted(queue, std::move(channels));

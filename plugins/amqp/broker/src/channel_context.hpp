@@ -112,6 +112,8 @@ class broker : public std::enable_shared_from_this<broker> {
   // replica's expiry check (expiry.hpp).
   enum class use { declare, get, consumer_gone };
   void note_use(const std::string& queue, use how);
+  // The latest use of the queue noted here (ms since the epoch; 0: none), written or not yet.
+  std::uint64_t last_use_here_ms(const std::string& queue) const;
 
   // ---- deleting a queue (queue.delete, exclusive owner gone, auto-delete, a watch delete)
   // The local half, immediate: mirror entry, exclusive claim and live consumers (each channel
@@ -201,7 +203,11 @@ class broker : public std::enable_shared_from_this<broker> {
   std::map<std::string, std::uint64_t> exclusive_owners_;
   std::map<std::string, std::vector<consumer_ref>> consumers_;
   std::set<std::string> transient_;
-  std::map<std::string, std::chrono::steady_clock::time_point> uses_written_;  // by note_use
+  struct use_record {
+    std::uint64_t at_ms = 0;                       // the latest use here (wall clock)
+    std::chrono::steady_clock::time_point written{};  // when the bucket was last told
+  };
+  std::map<std::string, use_record> uses_;  // by note_use
   bool stopped_ = false;
 
 };

@@ -100,7 +100,7 @@ expiry_sweeper::head expiry_sweeper::look_at_use(broker& b, const std::string& q
   if (info.num_waiting > 0 || info.num_ack_pending > 0 || b.consumer_count(queue) > 0) {
     return {false, false, wall_clock_ms() + expires / 2};  // in use: looked at again well before it could expire
   }
-  std::uint64_t last = info.last_active_ms;
+  std::uint64_t last = std::max(info.last_active_ms, b.last_use_here_ms(queue));
   if (auto stamp = b.bus().kv_get(routing::use_key(queue))) {
     std::uint64_t ms = 0;
     const auto& text = stamp->value;
