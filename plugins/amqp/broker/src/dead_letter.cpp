@@ -5,7 +5,6 @@
 #include <chrono>
 #include <memory>
 #include <span>
-#include <type_traits>
 #include <variant>
 
 #include "amqp/routing/subject.hpp"
@@ -27,16 +26,8 @@ std::string_view text_of(const wire::field_table& t, std::string_view name) {
 }
 
 std::int64_t count_of(const wire::field_table& t) {
-  std::int64_t n = 0;
-  if (const auto* v = wire::find(t, "count")) {
-    std::visit(
-        [&](const auto& x) {
-          using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) n = static_cast<std::int64_t>(x);
-        },
-        v->value);
-  }
-  return n;
+  const auto* v = wire::find(t, "count");
+  return v ? wire::integer_of(*v).value_or(0) : 0;
 }
 
 void set(wire::field_table& t, std::string_view name, wire::field_value v) {
@@ -67,11 +58,6 @@ wire::field_table entry_for(const death& d, const std::optional<std::string>& ex
                    {"routing-keys", wire::field_value(std::move(keys))}};
   if (expiration) entry.entries.push_back({"original-expiration", wire::field_value(*expiration)});
   return entry;
-}
-
-std::uint64_t now_seconds() {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
 // Where a queue's dead letters go, as the mirror has it when the queue gives one up.
@@ -243,7 +229,7 @@ void give_up(broker& b, boost::asio::any_io_executor ex, const std::string& queu
     }
     props = std::move(*decoded);
   }
-  add_death(props, death{queue, why, addr.exchange, {addr.routing_key}, now_seconds()});
+  add_death(props, death{queue, why, addr.exchange, {addr.routing_key}, wall_clock_ms() / 1000});
   std::string refusal;
   const auto subjects = subjects_for(*plan, props, refusal);
   if (!refusal.empty()) {

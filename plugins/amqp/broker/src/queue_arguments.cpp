@@ -4,7 +4,6 @@
 #include "amqp/routing/subject.hpp"
 
 #include <array>
-#include <type_traits>
 #include <string_view>
 #include <variant>
 
@@ -28,17 +27,6 @@ constexpr std::array<refused_argument, 7> refused{{
 
 std::string sentence(std::string_view name, std::string_view remedy) {
   return "queue argument '" + std::string(name) + "' is not implemented: " + std::string(remedy);
-}
-
-std::optional<std::int64_t> integer_of(const wire::field_value& v) {
-  std::optional<std::int64_t> n;
-  std::visit(
-      [&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) n = static_cast<std::int64_t>(x);
-      },
-      v.value);
-  return n;
 }
 
 bool is_true(const wire::field_value& v) {
@@ -74,7 +62,7 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
     const auto& name = entry.name;
     if (name == "x-message-ttl" || name == "x-delivery-limit" || name == "x-expires") {
       const bool ms = name != "x-delivery-limit";
-      auto n = integer_of(entry.value);
+      auto n = wire::integer_of(entry.value);
       if (!n) return invalid(name, std::string("the value is not an integer; give a count, e.g. ") +
                                        (ms ? "60000 (milliseconds)" : "5"));
       if (*n < 0) return invalid(name, "the value is negative; give a count of 0 or more");
@@ -104,7 +92,6 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
     }
   }
   if (def.dead_letter && !wire::find(arguments, "x-dead-letter-exchange")) {
-    def.dead_letter.reset();
     return invalid("x-dead-letter-routing-key",
                    "routing_key_but_no_dlx_defined; give x-dead-letter-exchange too ('' for the default exchange)");
   }

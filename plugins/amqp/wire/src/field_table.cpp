@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstdio>
 #include <string>
+#include <type_traits>
+#include <variant>
 
 #include "amqp/wire/codec.hpp"
 #include "table_codec.hpp"
@@ -248,6 +250,17 @@ const field_value* find(const field_table& table, std::string_view name) {
     if (e.name == name) return &e.value;
   }
   return nullptr;
+}
+
+std::optional<std::int64_t> integer_of(const field_value& value) {
+  std::optional<std::int64_t> n;
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) n = static_cast<std::int64_t>(x);
+      },
+      value.value);
+  return n;
 }
 
 }  // namespace amqp::wire

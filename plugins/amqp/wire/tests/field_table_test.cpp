@@ -66,6 +66,20 @@ TEST_CASE("entries keep wire order, duplicates included, and find takes the firs
   CHECK(find(*back, "zz") == nullptr);
 }
 
+TEST_CASE("integer_of reads every integer type and nothing else") {
+  CHECK(integer_of(field_value{std::int8_t{-5}}) == -5);
+  CHECK(integer_of(field_value{std::uint8_t{200}}) == 200);
+  CHECK(integer_of(field_value{std::int16_t{-300}}) == -300);
+  CHECK(integer_of(field_value{std::uint16_t{60000}}) == 60000);
+  CHECK(integer_of(field_value{std::int32_t{-70000}}) == -70000);
+  CHECK(integer_of(field_value{std::uint32_t{4000000000u}}) == 4000000000LL);
+  CHECK(integer_of(field_value{std::int64_t{-(1LL << 40)}}) == -(1LL << 40));
+  CHECK_FALSE(integer_of(field_value{true}));
+  CHECK_FALSE(integer_of(field_value{std::string("5")}));
+  CHECK_FALSE(integer_of(field_value{1.5}));
+  CHECK_FALSE(integer_of(field_value{}));
+}
+
 TEST_CASE("nesting up to the depth limit is accepted") {
   field_value v{std::string("bottom")};
   for (int i = 0; i < max_table_depth; ++i) {

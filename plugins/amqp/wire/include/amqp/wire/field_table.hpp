@@ -5,6 +5,7 @@
 // A table keeps its entries in wire order so that what a client sent is re-encoded
 // octet for octet (headers ride on the bus inside Amqp-Props).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -70,5 +71,7 @@ inline bool field_array::operator==(const field_array& o) const { return items =
 
 // Lookup by name (first match), for the few places the broker reads a client's table.
 const field_value* find(const field_table& table, std::string_view name);
+// The value as a signed integer when it is one of the integer types (not bool); nullopt otherwise.
+std::optional<std::int64_t> integer_of(const field_value& value);
 
 }  // namespace amqp::wire
