@@ -157,10 +157,10 @@ class OneCloud(cloudtest.OneCloudTest):
         self.assertEqual(self.ch.queue_declare(queue="purge-q", passive=True).method.message_count, 0)
 
     def test_queue_arguments_that_change_delivery_are_540_and_hints_are_accepted(self):
-        # Dead-lettering and the delivery limit are honoured (tests/amqp_messaging/test_dead_letter.py).
+        # Dead-lettering, the delivery limit and a single active consumer are honoured
+        # (tests/amqp_messaging/test_dead_letter.py, test_single_active_consumer.py).
         for argument, value, remedy in (("x-max-length", 10, "length-limited"),
                                         ("x-max-priority", 5, "priority"),
-                                        ("x-single-active-consumer", True, "every consumer"),
                                         ("x-queue-type", "stream", "stream")):
             ch = self.conn.channel()
             refused(self, lambda: ch.queue_declare(queue="args-q", arguments={argument: value}), 540,

@@ -61,6 +61,13 @@ std::vector<std::string> broker::filters_of(const std::string& queue) const {
   return read_topology([&](const routing::topology& t) { return t.queue_filters(queue); });
 }
 
+bus::queue_sharing broker::sharing_of(const std::string& queue) const {
+  return read_topology([&](const routing::topology& t) {
+    const auto* def = t.find_queue(queue);
+    return def && def->single_active_consumer ? bus::queue_sharing::single_active : bus::queue_sharing::all_consumers;
+  });
+}
+
 broker::delivery_rules broker::rules_for(const std::string& queue, const bus::delivery& d) const {
   return read_topology([&](const routing::topology& t) {
     const auto* def = t.find_queue(queue);

@@ -73,6 +73,9 @@ class broker : public std::enable_shared_from_this<broker> {
   // The queue's filters as its bus consumer is asked for them (normalized queue_filters, the
   // default binding included). Empty when the queue is not in the mirror.
   std::vector<std::string> filters_of(const std::string& queue) const;
+  // How the queue's consumers share it on the bus (x-single-active-consumer); all_consumers when
+  // the queue is not in the mirror.
+  bus::queue_sharing sharing_of(const std::string& queue) const;
   // Was this delivery routed to the queue? Its consumer also reads what a binding's window
   // leaves out (routing::topology::admits): such a delivery is acked unseen. And the queue's
   // x-message-ttl and x-delivery-limit, if it has them.

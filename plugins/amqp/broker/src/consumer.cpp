@@ -35,7 +35,8 @@ void consumer::start() {
   callbacks.on_stopped = [weak] {
     if (auto self = weak.lock()) self->on_stopped();
   };
-  puller_ = bus_->make_puller(options_.queue, channel_->ctx.executor(), std::move(callbacks));
+  puller_ = bus_->make_puller(options_.queue, channel_->ctx.executor(), std::move(callbacks),
+                              channel_->ctx.state().sharing_of(options_.queue));
   pump();
 }
 
@@ -128,7 +129,8 @@ void consumer::on_event(const bus::pull_event& e) {
   switch (e.status) {
     case bus::pull_status::no_messages:
     case bus::pull_status::request_expired:
-    case bus::pull_status::lost:  // its inbox was replaced: ask again on the new one
+    case bus::pull_status::lost:      // its inbox was replaced: ask again on the new one
+    case bus::pull_status::pin_lost:  // another consumer is the active one now: wait in line
       pump_consumers(*channel_);
       return;
     default:

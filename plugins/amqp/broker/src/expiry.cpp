@@ -171,7 +171,7 @@ void expiry_sweeper::take(const std::string& queue) {
     ++self->pull_;
     boost::asio::post(self->strand_, [self, queue] { self->taken(queue, false); });
   };
-  puller_ = bus->make_puller(queue, strand_, std::move(callbacks));
+  puller_ = bus->make_puller(queue, strand_, std::move(callbacks), b->sharing_of(queue));
   puller_->request(1, std::chrono::milliseconds(0));
 }
 

@@ -142,6 +142,9 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
   if (current.auto_delete != wanted.auto_delete) {
     return mismatch("auto_delete", wanted.auto_delete, current.auto_delete);
   }
+  if (current.single_active_consumer != wanted.single_active_consumer) {
+    return mismatch("x-single-active-consumer", wanted.single_active_consumer, current.single_active_consumer);
+  }
   auto differs = [&](std::string_view arg, const auto& received, const auto& now) {
     if (received == now) return false;
     ctx.fail(wire::reply_code::precondition_failed, inequivalent(arg, "queue", name, text(received), text(now)), key);
@@ -235,6 +238,13 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m) {
   std::string invalid;
   if (!read_queue_arguments(m.arguments, name, wanted, invalid))
     return ctx.fail(wire::reply_code::precondition_failed, invalid, key);
+  if (wanted.single_active_consumer && !ctx.bus().pinned_groups()) {
+    return ctx.fail(wire::reply_code::not_implemented,
+                    "queue argument 'x-single-active-consumer' needs nats-server 2.11 or later (its pinned "
+                    "consumer groups), and the bus runs an older one; run a newer nats-server (README, "
+                    "'Which nats-server')",
+                    key);
+  }
   if (auto current = find(ctx, name)) {
     if (!equivalent(ctx, name, *current, wanted)) return;
     return answer_declare(ctx, name, m.no_wait);

@@ -29,19 +29,12 @@ std::string sentence(std::string_view name, std::string_view remedy) {
   return "queue argument '" + std::string(name) + "' is not implemented: " + std::string(remedy);
 }
 
-bool is_true(const wire::field_value& v) {
-  if (const auto* b = std::get_if<bool>(&v.value)) return *b;
-  return true;  // any other type: RabbitMQ would refuse it too; do not pretend it is off
-}
-
 }  // namespace
 
 std::optional<std::string> refused_queue_argument(const wire::field_table& arguments) {
   for (const auto& entry : arguments.entries) {
     for (const auto& r : refused)
       if (entry.name == r.name) return sentence(r.name, r.remedy);
-    if (entry.name == "x-single-active-consumer" && is_true(entry.value))
-      return sentence(entry.name, "every consumer of a queue receives messages; cancel the others, or use an exclusive consumer");
     if (entry.name == "x-queue-type") {
       const auto* type = std::get_if<std::string>(&entry.value.value);
       if (type && *type == "stream")
@@ -85,6 +78,10 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
         return invalid(name, "the key is longer than 255 octets; give a shorter routing key");
       if (!def.dead_letter) def.dead_letter.emplace();
       def.dead_letter->routing_key = *key;
+    } else if (name == "x-single-active-consumer") {
+      const auto* on = std::get_if<bool>(&entry.value.value);
+      if (!on) return invalid(name, "the value is not a boolean; give true or false");
+      def.single_active_consumer = *on;
     } else if (name == "x-dead-letter-strategy") {
       const auto* strategy = std::get_if<std::string>(&entry.value.value);
       if (!strategy || (*strategy != "at-most-once" && *strategy != "at-least-once"))

@@ -133,7 +133,7 @@ std::optional<failure> converge_consumer(broker& b, const std::string& queue) {
     b.apply_entry(key, before->value, before->revision);
     auto filters = b.filters_of(queue);
     if (filters.empty()) return std::nullopt;  // the mirror has newer news: it is gone
-    auto ensured = b.bus().ensure_queue_consumer(queue, filters);
+    auto ensured = b.bus().ensure_queue_consumer(queue, filters, b.sharing_of(queue));
     if (!ensured && ensured.error().kind != bus::bus_errc::conflict) return from_bus(ensured.error());
     if (!ensured) raced = from_bus(ensured.error());
     auto after = b.bus().kv_get(key);
@@ -440,7 +440,8 @@ std::variant<std::uint64_t, failure> purge(broker& b, const std::string& queue) 
   if (!info) return from_bus(info.error());
   auto count = message_count(b, queue, *info);
   if (std::holds_alternative<failure>(count)) return count;
-  if (auto purged = b.bus().purge_queue(queue, b.filters_of(queue)); !purged) return from_bus(purged.error());
+  if (auto purged = b.bus().purge_queue(queue, b.filters_of(queue), b.sharing_of(queue)); !purged)
+    return from_bus(purged.error());
   return count;
 }
 

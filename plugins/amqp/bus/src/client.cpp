@@ -14,7 +14,7 @@ bus_result<std::shared_ptr<client>> client::open(const client_options& options) 
   using step_fn = bus_status (detail::client_impl::*)();
   for (step_fn step : {&detail::client_impl::dial, &detail::client_impl::ensure_stream,
                        &detail::client_impl::ensure_bucket, &detail::client_impl::probe_filters,
-                       &detail::client_impl::start_inbox,
+                       &detail::client_impl::probe_pinned_groups, &detail::client_impl::start_inbox,
                        &detail::client_impl::reclaim_unacked}) {
     if (auto done = (c.get()->*step)(); !done) {
       c->close();
@@ -28,6 +28,7 @@ std::int64_t client::max_payload() const { return max_payload_; }
 int client::replicas() const { return replicas_; }
 bool client::overlapping_filters() const { return overlapping_filters_; }
 bool client::exact_filtered_counts() const { return overlapping_filters_; }
+bool client::pinned_groups() const { return pinned_groups_; }
 
 }  // namespace amqp::bus
 

@@ -24,6 +24,8 @@
 namespace amqp::bus::detail {
 
 inline constexpr std::int64_t ns_per_second = 1'000'000'000;  // JetStream's durations
+// The one priority group of a single_active queue's consumer.
+inline constexpr const char* pinned_group = "amqp";
 
 using json = nlohmann::json;
 
@@ -43,6 +45,7 @@ struct arrival {
   std::optional<delivery> message;
   pull_event status;  // when !message; code 100 is a heartbeat
   std::optional<std::uint32_t> unfilled;  // the status's Nats-Pending-Messages, when it has one
+  std::string pin;  // a message's Nats-Pin-Id: the pin the server gave its request's puller
 };
 arrival read_arrival(natsMsg* msg);
 // A message's subject, AMQP properties (decoded from Amqp-Props) and body.
@@ -59,7 +62,7 @@ void read_content(natsMsg* msg, delivery& d);
 class puller_impl final : public puller, public std::enable_shared_from_this<puller_impl> {
  public:
   puller_impl(std::weak_ptr<client_impl> owner, std::string queue, boost::asio::any_io_executor ex,
-              puller_callbacks callbacks);
+              puller_callbacks callbacks, queue_sharing sharing);
   ~puller_impl() override;
   bus_status start();
   void request(std::uint32_t batch, std::chrono::milliseconds expires) override;
@@ -105,6 +108,12 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   void arm_watchdog();
   void on_watchdog();
   void finish_stop();
+  // single_active: the pin the server gave this puller, renewed while it is held.
+  void take_pin(const std::string& pin, bool for_one_message);
+  void arm_renewal();
+  void renew();
+  void give_pin_back();
+  void hand_over(const std::shared_ptr<client_impl>& owner);
 
   std::weak_ptr<client_impl> owner_;
   std::string queue_;
@@ -124,6 +133,11 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   bool stopped_ = false;
   boost::asio::steady_timer watchdog_;
   bool watchdog_armed_ = false;
+  queue_sharing sharing_;
+  std::string pin_;  // single_active: the pin this puller holds ("" none)
+  std::chrono::steady_clock::time_point pin_renewed_{};  // its last request carrying the pin
+  boost::asio::steady_timer renewal_;
+  bool renewal_armed_ = false;
 };
 
 class client_impl final : public client {
@@ -136,6 +150,7 @@ class client_impl final : public client {
   bus_status ensure_stream();
   bus_status ensure_bucket();
   bus_status probe_filters();
+  bus_status probe_pinned_groups();
   bus_status match_replicas(const std::string& step, const std::string& stream, const json& info);
   bus_status start_inbox();
   bus_status reclaim_unacked();
@@ -151,13 +166,15 @@ class client_impl final : public client {
   bus_result<std::uint64_t> kv_put(const std::string& key, const std::string& value) override;
   bus_status kv_delete(const std::string& key) override;
 
-  bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters) override;
+  bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters,
+                                   queue_sharing sharing) override;
   bus_status delete_queue_consumer(const std::string& queue) override;
   bus_result<bus::queue_info> queue_info(const std::string& queue) override;
   bus_result<bus::queue_info> peek_queue(const std::string& queue) override;
   bool publishes_uncounted() const override { return counts_behind_; }
   bus_status count_publishes() override { return catch_up_with_publishes("a pull"); }
-  bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters) override;
+  bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,
+                         queue_sharing sharing) override;
   bus_result<std::uint64_t> last_sequence() override;
   bus_result<std::uint64_t> count_stored(std::uint64_t from, const std::vector<std::string>& filters) override;
   bus_result<std::optional<stored_message>> next_message(std::uint64_t from,
@@ -169,7 +186,7 @@ class client_impl final : public client {
   std::size_t publish_backlog() const override;
 
   std::shared_ptr<puller> make_puller(const std::string& queue, boost::asio::any_io_executor ex,
-                                      puller_callbacks callbacks) override;
+                                      puller_callbacks callbacks, queue_sharing sharing) override;
   void ack(const std::string& reply) override;
   void nak(const std::string& reply) override;
   void term(const std::string& reply) override;
@@ -189,8 +206,20 @@ class client_impl final : public client {
   // once it has none (or requeue_wait passed).
   bool hold_pulls(const std::string& queue, const boost::asio::any_io_executor& ex, std::function<void()> resume);
   // Publishes a pull request for `queue` answered on `reply`. False when it cannot be sent.
+  // `pin` set: the request is in the queue's pinned group, carrying that pin ("" none yet).
   bool publish_pull(const std::string& queue, const std::string& reply, std::uint32_t batch,
-                    std::chrono::milliseconds expires);
+                    std::chrono::milliseconds expires, const std::optional<std::string>& pin);
+  // Blocking. A pull request of the queue's pinned group that no message fits: it renews `pin`
+  // (false when the server says the pin is no longer that puller's), or, with "", only makes
+  // the server look at the queue's requests again.
+  bool ask_nothing(const std::string& queue, const std::string& pin);
+  // Blocking. Ends the queue's pin when it is still `pin`: the server pins the next puller that
+  // asks. False when it was not (or the server did not answer).
+  bool unpin(const std::string& queue, const std::string& pin);
+  // Blocking. Pauses the queue's consumer (it serves no request) for a few seconds at most; true
+  // when the server did. resume ends the pause.
+  bool pause(const std::string& queue);
+  void resume(const std::string& queue);
   // Blocking. Makes the server drop the queue's pull requests whose inbox lost interest (it
   // checks them when asked for the consumer's info). False when the server did not answer.
   bool forget_dead_requests(const std::string& queue);
@@ -246,7 +275,8 @@ class client_impl final : public client {
   bus_result<connection_ptr> connect(const std::string& step, const std::string& name, bool send_at_once);
   int request_timeout_ms() const;
   int remaining_ms() const;  // until options_.deadline, at least 1
-  json consumer_config(const std::string& queue, const std::vector<std::string>& filters) const;
+  json consumer_config(const std::string& queue, const std::vector<std::string>& filters,
+                       queue_sharing sharing) const;
   bus_status sync_settlements(const std::string& queue, const std::string& step);
   // Counts follow the publishes confirmed before them (stream_signals.cpp).
   enum class probe_seen { counted, late, gone };

@@ -198,10 +198,15 @@ bus_result<json> client_impl::api(std::string_view step, const std::string& api_
 natsStatus client_impl::request_through_elections(const std::function<natsStatus(int timeout_ms)>& attempt) {
   constexpr auto pause = std::chrono::milliseconds{100};
   const auto deadline = std::chrono::steady_clock::now() + options_.request_timeout;
+  bool unanswered = false;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     const natsStatus s = attempt(static_cast<int>(std::max<std::int64_t>(1, left.count())));
+    // The last attempt has what is left of the timeout, maybe a millisecond: running out of it
+    // says less than the "no responders" the attempts before it heard.
+    if (s == NATS_TIMEOUT && unanswered) return NATS_NO_RESPONDERS;
     if (s != NATS_NO_RESPONDERS || left <= pause || closed_) return s;
+    unanswered = true;
     std::this_thread::sleep_for(pause);
   }
 }

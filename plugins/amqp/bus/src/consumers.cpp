@@ -76,8 +76,9 @@ std::uint64_t last_active_of(const json& info, const char* which) {
 
 }  // namespace
 
-json client_impl::consumer_config(const std::string& queue, const std::vector<std::string>& filters) const {
-  return json{{"durable_name", queue},
+json client_impl::consumer_config(const std::string& queue, const std::vector<std::string>& filters,
+                                  queue_sharing sharing) const {
+  json config{{"durable_name", queue},
               {"deliver_policy", "new"},
               {"ack_policy", "explicit"},
               {"ack_wait", ack_wait_ns},
@@ -86,20 +87,30 @@ json client_impl::consumer_config(const std::string& queue, const std::vector<st
               {"max_waiting", max_waiting_pulls},
               {"replay_policy", "instant"},
               {"filter_subjects", filters}};
+  if (sharing == queue_sharing::single_active) {
+    config["priority_policy"] = "pinned_client";
+    config["priority_groups"] = {pinned_group};
+    config["priority_timeout"] = std::chrono::nanoseconds(pin_timeout).count();
+  }
+  return config;
 }
 
-bus_status client_impl::ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters) {
+bus_status client_impl::ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters,
+                                              queue_sharing sharing) {
   const std::string step = consumer_step("create", queue);
   if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word (no '.', '*', '>' or blanks)");
   if (filters.empty()) return failure(step, "no filter subject given; a queue consumer without one would read every message");
   // The durable create both creates and, when the consumer exists, updates it in place
   // (filters change on bind and unbind).
   auto created = api(step, std::string{"CONSUMER.DURABLE.CREATE."} + stream_name + "." + queue,
-                     json{{"stream_name", stream_name}, {"config", consumer_config(queue, filters)}});
+                     json{{"stream_name", stream_name}, {"config", consumer_config(queue, filters, sharing)}});
   if (!created) return created.error();
+  const json config = created->value("config", json::object());
+  if (sharing == queue_sharing::single_active && config.value("priority_policy", std::string{}) != "pinned_client")
+    return failure(step, "the bus kept no pinned priority group (a single active consumer needs nats-server 2.11 or later)");
   auto wanted = filters;
   std::sort(wanted.begin(), wanted.end());
-  const auto got = returned_filters(created->value("config", json::object()));
+  const auto got = returned_filters(config);
   if (got == wanted) return bus_ok();
   // Another replica's update of the same queue landed in between (or the server ignored what
   // it was asked): the caller re-reads the bindings and asks again. The consumer is left as it
@@ -150,12 +161,13 @@ bool client_impl::forget_dead_requests(const std::string& queue) {
   return api(consumer_step("inspect", queue), std::string{"CONSUMER.INFO."} + stream_name + "." + queue, nullptr).ok();
 }
 
-bus_status client_impl::purge_queue(const std::string& queue, const std::vector<std::string>& filters) {
+bus_status client_impl::purge_queue(const std::string& queue, const std::vector<std::string>& filters,
+                                    queue_sharing sharing) {
   // The stream is shared by every queue, so purging the stream is not an option: dropping
   // the durable drops this queue's interest (interest retention removes what only it held),
   // and recreating it with DeliverNew starts the queue empty.
   if (auto deleted = delete_queue_consumer(queue); !deleted) return deleted;
-  return ensure_queue_consumer(queue, filters);
+  return ensure_queue_consumer(queue, filters, sharing);
 }
 
 bus_result<std::uint64_t> client_impl::last_sequence() {

@@ -121,6 +121,21 @@ bus_status client_impl::probe_filters() {
   return bus_ok();
 }
 
+// nats-server 2.11 brought priority groups; an older one takes the fields and ignores them, so
+// what it kept is what tells.
+bus_status client_impl::probe_pinned_groups() {
+  json config = {{"deliver_policy", "new"},
+                 {"ack_policy", "explicit"},
+                 {"inactive_threshold", 5 * ns_per_second},
+                 {"filter_subject", "amqp._probe.pinned"},
+                 {"priority_policy", "pinned_client"},
+                 {"priority_groups", {pinned_group}}};
+  auto created = create_and_drop_consumer("consumer probe", config);
+  if (!created) return created.error();
+  pinned_groups_ = created->value("config", json::object()).value("priority_policy", std::string{}) == "pinned_client";
+  return bus_ok();
+}
+
 bus_result<json> client_impl::create_and_drop_consumer(const std::string& step, const json& config) {
   auto created = api(step, std::string{"CONSUMER.CREATE."} + stream_name,
                      json{{"stream_name", stream_name}, {"config", config}});

@@ -63,7 +63,7 @@ struct collector {
   std::deque<delivery>& deliveries = state->deliveries;
   std::deque<pull_event>& events = state->events;
   std::shared_ptr<puller> p;
-  collector(harness& h, const std::string& queue) {
+  collector(harness& h, const std::string& queue, queue_sharing sharing = queue_sharing::all_consumers) {
     puller_callbacks cb;
     cb.on_delivery = [s = state](delivery d) {
       s->delivered_after_stop = s->delivered_after_stop || s->stopped;
@@ -71,7 +71,7 @@ struct collector {
     };
     cb.on_event = [s = state](pull_event e) { s->events.push_back(std::move(e)); };
     cb.on_stopped = [s = state] { s->stopped = true; };
-    p = h.bus->make_puller(queue, h.io.get_executor(), std::move(cb));
+    p = h.bus->make_puller(queue, h.io.get_executor(), std::move(cb), sharing);
   }
   bool stopped() const { return state->stopped; }
 };
@@ -631,4 +631,39 @@ TEST_CASE("direct messages: received by a subscriber, said so; to nobody, said s
   CHECK_FALSE(*received);
   CHECK(got.size() == 1);
   CHECK(h.server.api("STREAM.INFO.AMQP")["state"]["messages"] == 0);
+}
+
+TEST_CASE("a single-active queue serves one puller at a time, and the next once the first stops") {
+  harness h;
+  const auto single = queue_sharing::single_active;
+  if (!h.bus->pinned_groups()) {
+    // Before 2.11 there are no pinned groups, and the consumer is refused rather than shared.
+    auto made = h.bus->ensure_queue_consumer("solo", {"amqp.d.solo"}, single);
+    REQUIRE_FALSE(made.ok());
+    CHECK(made.error().text.find("2.11") != std::string::npos);
+    return;
+  }
+  REQUIRE(h.bus->ensure_queue_consumer("solo", {"amqp.d.solo"}, single).ok());
+  collector first(h, "solo", single);
+  first.p->request(10, 5s);
+  h.run_until([] { return false; }, 100ms);
+  collector second(h, "solo", single);
+  second.p->request(10, 5s);
+  for (int i = 0; i < 3; ++i) REQUIRE(h.publish_one("amqp.d.solo", "", "m" + std::to_string(i)).ok());
+  REQUIRE(h.run_until([&] { return first.deliveries.size() == 3; }));
+  h.run_until([] { return false; }, 300ms);
+  CHECK(second.deliveries.empty());
+  REQUIRE(h.publish_one("amqp.d.solo", "", "after").ok());
+  // Stopped, and what it held requeued at once (a closing channel): the second is given that
+  // first, in order, and then the rest.
+  first.p->stop();
+  for (const auto& d : first.deliveries) h.bus->nak(d.reply);
+  REQUIRE(h.run_until([&] { return first.stopped(); }));
+  REQUIRE(h.run_until([&] { return second.deliveries.size() == 4; }));
+  std::vector<std::string> bodies;
+  for (const auto& d : second.deliveries) bodies.push_back(d.body);
+  CHECK(bodies == std::vector<std::string>{"m0", "m1", "m2", "after"});
+  for (const auto& d : second.deliveries) h.bus->ack(d.reply);
+  second.p->stop();
+  REQUIRE(h.run_until([&] { return second.stopped(); }));
 }

@@ -139,6 +139,7 @@ std::string encode_queue(const queue_def& def) {
   }
   if (def.delivery_limit) value["delivery_limit"] = *def.delivery_limit;
   if (def.expires) value["expires"] = *def.expires;
+  if (def.single_active_consumer) value["single_active_consumer"] = true;
   if (!def.retired.empty()) {
     json retired = json::array();
     for (const auto& r : def.retired) {
@@ -198,6 +199,10 @@ outcome<queue_def> parse_queue(std::string_view text) {
       if (!count->is_number_unsigned()) return malformed("queue", "\"" + std::string(member) + "\" is not a count");
       def.*field = count->get<std::uint64_t>();
     }
+  }
+  if (auto single = value->find("single_active_consumer"); single != value->end()) {
+    if (!single->is_boolean()) return malformed("queue", "\"single_active_consumer\" is not a boolean");
+    def.single_active_consumer = single->get<bool>();
   }
   if (auto failed = parse_list(*value, "bindings", def.bindings, parse_binding)) return *failed;
   if (auto failed = parse_list(*value, "retired", def.retired, parse_retired)) return *failed;

@@ -133,3 +133,19 @@ TEST_CASE("malformed values are refused with a sentence, never thrown") {
     CHECK(q.error().text.find("malformed queue") != std::string::npos);
   }
 }
+
+TEST_CASE("a single active consumer round-trips, omitted when off, and must be a boolean") {
+  queue_def def{true, false, false, {}};
+  CHECK(encode_queue(def) == R"({"durable":true})");
+  def.single_active_consumer = true;
+  CHECK(encode_queue(def) == R"({"durable":true,"single_active_consumer":true})");
+  auto back = parse_queue(encode_queue(def));
+  REQUIRE(back);
+  CHECK(back->single_active_consumer);
+  auto off = parse_queue(R"({"durable":true,"exclusive":false,"auto_delete":false,"single_active_consumer":false})");
+  REQUIRE(off);
+  CHECK_FALSE(off->single_active_consumer);
+  auto bad = parse_queue(R"({"durable":true,"single_active_consumer":"yes"})");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().text.find("single_active_consumer") != std::string::npos);
+}

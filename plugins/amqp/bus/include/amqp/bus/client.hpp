@@ -57,6 +57,15 @@ struct client_options {
   bool reclaim_unacked = false;
 };
 
+// How a queue's consumers share its messages. single_active: RabbitMQ's single active consumer,
+// as JetStream's pinned priority group (nats-server 2.11+, client::pinned_groups): the server
+// gives the queue's messages to one puller at a time, the one it pinned; the others wait until
+// that puller stops (which unpins it) or stops renewing its pin (pin_timeout).
+enum class queue_sharing { all_consumers, single_active };
+// A pinned puller that stopped asking (its process died, its bus link broke) loses the queue
+// after this long; a live one renews its pin well within it.
+inline constexpr std::chrono::seconds pin_timeout{15};
+
 struct kv_entry {
   std::string value;
   std::uint64_t revision = 0;
@@ -107,6 +116,7 @@ enum class pull_status {
   consumer_gone,     // 409 consumer deleted / leadership change, or 503: ask again shortly
   exceeded_limits,   // 409 exceeded MaxWaiting / MaxRequestBatch: ask for fewer
   lost,              // no answer will come (the bus connection was lost, or the server never answered)
+  pin_lost,          // 423 (single_active): the server pinned another puller; ask again to wait in line
   other,
 };
 struct pull_event {
@@ -198,6 +208,9 @@ class client : public std::enable_shared_from_this<client> {
   // nothing), and a no-wait pull is answered from that count; 2.14 and later count right. The
   // same servers that take overlapping filters, so that probe tells them apart.
   bool exact_filtered_counts() const;
+  // Whether the server has pinned priority groups (queue_sharing::single_active): nats-server
+  // 2.11 and later. Probed at open; an older server ignores the setting, so it must not be asked.
+  bool pinned_groups() const;
 
   // ---- topology (KV bucket amqp) -------------------------------------------------------
   // Replays the bucket's current entries SYNCHRONOUSLY (on_change runs on the calling thread
@@ -225,8 +238,10 @@ class client : public std::enable_shared_from_this<client> {
   // normalized by the caller (subsumed, deduplicated, sorted), at least one. Fails with kind
   // conflict when the server's returned config does not carry exactly them (another writer's
   // update came in between: read the bindings again and retry).
-  virtual bus_status ensure_queue_consumer(const std::string& queue,
-                                           const std::vector<std::string>& filters) = 0;
+  // A single_active queue's consumer carries the pinned group; a server that does not keep it
+  // (before 2.11) fails the call.
+  virtual bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters,
+                                           queue_sharing sharing = queue_sharing::all_consumers) = 0;
   virtual bus_status delete_queue_consumer(const std::string& queue) = 0;  // not found is ok
   // The consumer's counts once the server has applied every settlement this client sent for
   // the queue before the call (acks and pulls travel separate server queues: DESIGN §5), and
@@ -243,7 +258,8 @@ class client : public std::enable_shared_from_this<client> {
   // Drops this queue's messages (the stream is shared): the durable is deleted and recreated
   // with the same filters. Messages delivered but not yet acked are dropped too (their later
   // ack is a no-op). Count first (queue_info) to say how many went.
-  virtual bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters) = 0;
+  virtual bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,
+                                 queue_sharing sharing = queue_sharing::all_consumers) = 0;
   // The stream's last sequence: every message stored before the call has one at most this.
   virtual bus_result<std::uint64_t> last_sequence() = 0;
   // How many messages stored at or after `from` match one of `filters` (normalized), counted
@@ -267,9 +283,13 @@ class client : public std::enable_shared_from_this<client> {
   virtual std::size_t publish_backlog() const = 0;  // in flight + waiting
 
   // ---- pulling --------------------------------------------------------------------------
-  virtual std::shared_ptr<puller> make_puller(const std::string& queue,
-                                              boost::asio::any_io_executor ex,
-                                              puller_callbacks callbacks) = 0;
+  // `sharing` is the queue's (its consumer's priority group). A single_active puller's requests
+  // are served only while the server pins it; a no-wait request there waits a moment and ends
+  // empty-handed while another puller holds the pin, and one that took the pin for its message
+  // gives it back at once.
+  virtual std::shared_ptr<puller> make_puller(const std::string& queue, boost::asio::any_io_executor ex,
+                                              puller_callbacks callbacks,
+                                              queue_sharing sharing = queue_sharing::all_consumers) = 0;
   // Fire-and-forget settlement of a delivery (its `reply`). Non-blocking. A nak holds back the
   // queue's later pulls until the server has applied it (2 s at the most).
   virtual void ack(const std::string& reply) = 0;
@@ -313,6 +333,7 @@ class client : public std::enable_shared_from_this<client> {
   std::int64_t max_payload_ = 0;
   int replicas_ = 1;
   bool overlapping_filters_ = false;
+  bool pinned_groups_ = false;
 };
 
 }  // namespace amqp::bus

@@ -66,6 +66,8 @@ struct queue_def {
   std::optional<std::uint64_t> delivery_limit{};
   // x-expires: the queue is deleted once nothing used it for this many milliseconds.
   std::optional<std::uint64_t> expires{};
+  // x-single-active-consumer: one consumer at a time receives (a pinned group on the bus).
+  bool single_active_consumer = false;
   // Some route applies to only part of the stream (an `after`, or a retired binding).
   bool windowed() const;
   friend bool operator==(const queue_def&, const queue_def&) = default;
