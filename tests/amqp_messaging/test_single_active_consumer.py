@@ -154,16 +154,26 @@ class OneReplica(Case):
         self.assertEqual(first.bodies(), ["held", "next"])
         self.assertEqual(second.got, [])
 
-    def test_basic_get_takes_from_a_queue_with_no_active_consumer_and_leaves_it_to_the_next(self):
+    def test_basic_get_is_refused_as_quorum_queues_refuse_it(self):
         self.ch.queue_declare(self.queue, arguments=SAC)
-        self.publish("got", "consumed")
-        method, _, body = self.ch.basic_get(self.queue, auto_ack=True)
-        self.assertIsNotNone(method)
-        self.assertEqual(body, b"got")
-        # The get did not keep the queue: a consumer receives at once, not after the pin timeout.
+        self.publish("consumed")
+        with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as raised:
+            self.ch.basic_get(self.queue, auto_ack=True)
+        self.assertEqual(raised.exception.reply_code, 405)
+        self.assertIn("single active consumer", raised.exception.reply_text)
+        # Nothing kept the queue: a consumer receives at once, not after the pin timeout.
         later = self.consumer()
         self.assertTrue(pump_until([later], lambda: later.got, TAKEOVER), later.got)
         self.assertEqual(later.bodies(), ["consumed"])
+
+    def test_dropping_the_head_leaves_the_queue_to_its_consumers(self):
+        # x-max-length takes heads off with pulls of its own, which the bus pins: given back at once.
+        self.ch.queue_declare(self.queue, arguments={**SAC, "x-max-length": 1})
+        self.publish("m0", "m1", "m2")
+        self.assertEqual(self.ch.queue_declare(self.queue, passive=True).method.message_count, 1)
+        later = self.consumer()
+        self.assertTrue(pump_until([later], lambda: later.got, TAKEOVER), later.got)
+        self.assertEqual(later.bodies(), ["m2"])
 
     def test_the_argument_is_a_boolean_kept_with_the_queue(self):
         self.ch.queue_declare(self.queue, arguments=SAC)

@@ -157,9 +157,9 @@ class OneCloud(cloudtest.OneCloudTest):
         self.assertEqual(self.ch.queue_declare(queue="purge-q", passive=True).method.message_count, 0)
 
     def test_queue_arguments_that_change_delivery_are_540_and_hints_are_accepted(self):
-        # Dead-lettering, the delivery limit and a single active consumer are honoured
-        # (tests/amqp_messaging/test_dead_letter.py, test_single_active_consumer.py).
-        for argument, value, remedy in (("x-max-length", 10, "length-limited"),
+        # Dead-lettering, the delivery limit, length limits and a single active consumer are honoured
+        # (tests/amqp_messaging/test_dead_letter.py, test_length_limit.py, test_single_active_consumer.py).
+        for argument, value, remedy in (("x-max-length-bytes", 1024, "not their bytes"),
                                         ("x-max-priority", 5, "priority"),
                                         ("x-queue-type", "stream", "stream")):
             ch = self.conn.channel()

@@ -10,7 +10,7 @@ from _interop import (URL, Report, bodies, expect, expect_equal, headers_of, res
                       wait_until)
 from _pika_shared import expect_round_trip, properties  # noqa: E402
 
-report = Report("pika_blocking", extras=["cancel_notify", "dead_letter"])
+report = Report("pika_blocking", extras=["cancel_notify", "dead_letter", "length_limit", "single_active_consumer"])
 EXCHANGE = report.name("topic")
 
 
@@ -211,6 +211,57 @@ def dead_letter(conn):
     ch.close()
 
 
+def new_queue(ch, suffix, arguments):
+    """A queue of report.name(suffix) declared afresh with `arguments` (an earlier run's is deleted)."""
+    queue = report.name(suffix)
+    ch.queue_delete(queue)
+    ch.queue_declare(queue, arguments=arguments)
+    return queue
+
+
+def length_limit(conn):
+    """x-max-length: reject-publish nacks the publish that finds the queue full; drop-head keeps
+    the newest."""
+    ch = confirmed_channel(conn)
+    full = new_queue(ch, "full", {"x-max-length": 2, "x-overflow": "reject-publish"})
+    answers = []
+    for body in (b"1", b"2", b"3"):
+        try:
+            ch.basic_publish("", full, body)
+            answers.append("ack")
+        except pika.exceptions.NackError:
+            answers.append("nack")
+    expect_equal(answers, ["ack", "ack", "nack"], "confirms of three publishes to a queue of two")
+    expect_equal(ch.queue_declare(full, passive=True).method.message_count, 2, "what the full queue holds")
+    newest = new_queue(ch, "newest", {"x-max-length": 1})
+    for body in (b"old", b"new"):
+        ch.basic_publish("", newest, body)
+    expect_equal(get_one(ch, newest)[2], b"new", "what a queue of one keeps")
+    ch.close()
+
+
+def single_active_consumer(conn):
+    """x-single-active-consumer: of two consumers only the first receives, until it is cancelled."""
+    ch = confirmed_channel(conn)
+    queue = new_queue(ch, "single", {"x-single-active-consumer": True})
+    got = {"first": [], "second": []}
+    first, second = conn.channel(), conn.channel()
+    tag = first.basic_consume(queue, lambda c, m, p, b: got["first"].append(b), auto_ack=True)
+    second.basic_consume(queue, lambda c, m, p, b: got["second"].append(b), auto_ack=True)
+    for i in range(4):
+        ch.basic_publish("", queue, f"m{i}".encode())
+    wait_until(lambda: len(got["first"]) == 4, "four deliveries to the active consumer",
+               step=lambda: conn.process_data_events(time_limit=0.1))
+    expect_equal(got["second"], [], "what the waiting consumer received")
+    first.basic_cancel(tag)
+    ch.basic_publish("", queue, b"after")
+    wait_until(lambda: got["second"], "a delivery to the next consumer",
+               step=lambda: conn.process_data_events(time_limit=0.1))
+    expect_equal(got["second"], [b"after"], "what the next consumer received")
+    for c in (first, second, ch):
+        c.close()
+
+
 def reconnect(conn):
     ch = confirmed_channel(conn)
     queue = fresh_queue(ch, "reconnect")
@@ -234,7 +285,7 @@ def reconnect(conn):
 def main():
     conn = connect()
     for scenario in (declare, publish_confirm, consume_prefetch_ack, nack_requeue, mandatory_return, basic_get,
-                     cancel_notify, dead_letter):
+                     cancel_notify, dead_letter, length_limit, single_active_consumer):
         if conn.is_closed:  # a failed scenario may have closed it; the next one still runs
             conn = connect()
         report.run(scenario.__name__, scenario, conn)

@@ -401,6 +401,14 @@ void basic_class::on_method(wire::basic_get m) {
   auto queue = s.ctx.resolve_queue(m.queue, during);
   if (!queue) return;
   with_usable_queue(s.ctx, *queue, during, [&s, queue = *queue, no_ack = m.no_ack] {
+    // The bus serves only the active consumer's pulls; RabbitMQ's quorum queues refuse it too.
+    if (s.ctx.state().sharing_of(queue) == bus::queue_sharing::single_active) {
+      return s.ctx.fail(wire::reply_code::resource_locked,
+                        "cannot obtain access to locked queue " + quoted(queue) +
+                            " in vhost '/'. basic.get operations are not supported by queues with single "
+                            "active consumer; consume from it with basic.consume",
+                        during);
+    }
     s.ctx.state().note_use(queue, broker::use::get);
     s.ctx.basic().after_publishes([&s, queue, no_ack] {
       if (s.closed) return;

@@ -1,13 +1,19 @@
 // basic.publish and publisher confirms (design at the top of basic.hpp).
 #include <boost/asio/post.hpp>
+#include <algorithm>
+#include <memory>
 #include <optional>
+#include <variant>
 
 #include "amqp/bus/base64.hpp"
 #include "amqp/routing/subject.hpp"
 #include "amqp/routing/topology.hpp"
 #include "basic.hpp"
+#include "dead_letter.hpp"
 #include "delivery.hpp"
 #include "handler_support.hpp"
+#include "length_limit.hpp"
+#include "topology_store.hpp"
 
 namespace amqp::broker {
 namespace {
@@ -152,6 +158,135 @@ void publish_direct_reply(basic_state& s, const wire::basic_publish& m, std::str
       });
 }
 
+// ---- publishes that reach length-limited queues (length_limit.hpp) ----------------------------
+//
+// Such a publish holds the channel's next method until it is decided: the counts it is judged by
+// must include this channel's earlier publishes, and the next ones must see its effect.
+
+struct limited_publish {
+  wire::basic_publish method;
+  std::string subject;
+  std::string property_octets;
+  std::string body;
+  std::uint64_t seq = 0;
+  std::vector<length_limit> limits;
+};
+
+using counts_or_failure = std::variant<std::vector<std::uint64_t>, store::failure>;
+
+const length_limit& limit_of(const limited_publish& p, const std::string& queue) {
+  return *std::find_if(p.limits.begin(), p.limits.end(), [&](const length_limit& l) { return l.queue == queue; });
+}
+
+// Blocking: the ready count of each queue, as queue.declare counts it.
+counts_or_failure ready_counts(broker& b, const std::vector<std::string>& queues) {
+  std::vector<std::uint64_t> counts;
+  for (const auto& q : queues) {
+    auto n = store::pending_messages(b, q);
+    if (auto* f = std::get_if<store::failure>(&n)) return *f;
+    counts.push_back(std::get<std::uint64_t>(n));
+  }
+  return counts;
+}
+
+std::vector<std::string> queues_with(const std::vector<length_limit>& limits, bool drop_head) {
+  std::vector<std::string> out;
+  for (const auto& l : limits)
+    if ((l.overflow == routing::overflow_mode::drop_head) == drop_head) out.push_back(l.queue);
+  return out;
+}
+
+// Runs `then` once every drop-head queue of `p` holds no more than its limit.
+void trim(basic_state& s, std::shared_ptr<limited_publish> p, std::function<void()> then) {
+  const auto queues = queues_with(p->limits, true);
+  if (queues.empty()) return then();
+  broker* b = &s.ctx.state();
+  s.ctx.run_on_bus(during, [b, queues] { return ready_counts(*b, queues); },
+                   [&s, b, p, queues, then = std::move(then)](counts_or_failure counted) mutable {
+                     if (auto* f = std::get_if<store::failure>(&counted)) return bus_failed(s.ctx, *f, during);
+                     const auto& ready = std::get<std::vector<std::uint64_t>>(counted);
+                     auto left = std::make_shared<std::size_t>(queues.size());
+                     auto one_done = [left, then = std::move(then)] {
+                       if (--*left == 0) then();
+                     };
+                     for (std::size_t i = 0; i < queues.size(); ++i) {
+                       const auto& limit = limit_of(*p, queues[i]);
+                       const std::uint64_t excess = ready[i] > limit.max_length ? ready[i] - limit.max_length : 0;
+                       drop_heads(*b, s.ctx.executor(), queues[i], excess, one_done);
+                     }
+                   });
+}
+
+void store_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
+  auto& chan = s.ctx;
+  const std::size_t cost = p->property_octets.size() + p->body.size() + publish_overhead;
+  ++s.publishes_in_flight;
+  s.publish_cost_in_flight += cost;
+  chan.port().publish_handed(cost);
+  chan.bus().publish(
+      p->subject, bus::base64_encode(p->property_octets), p->body, chan.executor(),
+      [&s, weak = chan.weak_from_this(), p, cost](bus::bus_status stored) {
+        auto alive = weak.lock();
+        if (!alive) return;
+        auto done = [&s, p, cost, stored] {
+          publish_done(s, p->seq, cost, stored, p->subject);
+          s.ctx.finish();
+        };
+        if (!stored || s.closed) return done();
+        trim(s, p, std::move(done));
+      });
+}
+
+// reject-publish: the full queues do not take it (reject-publish-dlx dead-letters it from them),
+// every other queue the route reaches does, by its own name, and the publisher is nacked.
+void reject_limited(basic_state& s, const std::shared_ptr<limited_publish>& p, const std::vector<std::string>& full) {
+  auto& chan = s.ctx;
+  auto& b = chan.state();
+  for (const auto& q : full) {
+    if (limit_of(*p, q).overflow != routing::overflow_mode::reject_publish_dlx) continue;
+    bus::delivery never_stored;  // nothing to settle: its reply is empty
+    never_stored.subject = p->subject;
+    never_stored.amqp_props = p->property_octets;
+    never_stored.body = p->body;
+    give_up(b, chan.executor(), q, death_reason::maxlen, std::move(never_stored));
+  }
+  const auto reached =
+      b.read_topology([&](const routing::topology& t) { return t.queues_reached(p->method.exchange, p->method.routing_key); });
+  for (const auto& q : reached) {
+    if (std::find(full.begin(), full.end(), q) != full.end()) continue;
+    const std::size_t cost = p->property_octets.size() + p->body.size() + publish_overhead;
+    ++s.publishes_in_flight;
+    s.publish_cost_in_flight += cost;
+    chan.port().publish_handed(cost);
+    auto subject = *routing::publish_subject("", q);
+    chan.bus().publish(subject, bus::base64_encode(p->property_octets), p->body, chan.executor(),
+                       [&s, weak = chan.weak_from_this(), cost, subject](bus::bus_status stored) {
+                         if (auto alive = weak.lock()) publish_done(s, 0, cost, stored, subject);
+                       });
+  }
+  if (p->seq != 0) confirm_now(s, s.confirms.settle(p->seq, publish_confirms::outcome::nack));
+  chan.finish();
+}
+
+void publish_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
+  s.ctx.basic().after_publishes([&s, p] {
+    const auto judged = queues_with(p->limits, false);
+    if (judged.empty()) return store_limited(s, p);
+    broker* b = &s.ctx.state();
+    s.ctx.run_on_bus(during, [b, judged] { return ready_counts(*b, judged); },
+                     [&s, p, judged](counts_or_failure counted) {
+                       if (auto* f = std::get_if<store::failure>(&counted)) return bus_failed(s.ctx, *f, during);
+                       const auto& ready = std::get<std::vector<std::uint64_t>>(counted);
+                       std::vector<std::string> full;
+                       for (std::size_t i = 0; i < judged.size(); ++i) {
+                         if (ready[i] >= limit_of(*p, judged[i]).max_length) full.push_back(judged[i]);
+                       }
+                       if (full.empty()) return store_limited(s, p);
+                       reject_limited(s, p, full);
+                     });
+  });
+}
+
 }  // namespace
 
 void basic_class::on_publish(wire::basic_publish m, std::string property_octets, std::string body) {
@@ -201,6 +336,10 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
       if (seq != 0) confirm_now(s, s.confirms.settle(seq, publish_confirms::outcome::ack));
       chan.finish();
       return;
+    }
+    if (auto limits = limits_reached(chan.state(), m.exchange, m.routing_key); !limits.empty()) {
+      return publish_limited(s, std::make_shared<limited_publish>(limited_publish{
+                                    m, *subject, std::move(property_octets), std::move(body), seq, std::move(limits)}));
     }
     const std::size_t cost = property_octets.size() + body.size() + publish_overhead;
     ++s.publishes_in_flight;

@@ -128,6 +128,9 @@ void answer_declare(channel_context& ctx, const std::string& name, bool no_wait)
 // An optional argument as an inequivalence sentence shows it.
 std::string text(const std::optional<std::uint64_t>& n) { return n ? std::to_string(*n) : std::string("none"); }
 std::string text(const std::optional<std::string>& s) { return s ? *s : std::string("none"); }
+std::string text(const std::optional<routing::overflow_mode>& m) {
+  return m ? std::string(routing::to_string(*m)) : std::string("none");
+}
 
 bool equivalent(channel_context& ctx, const std::string& name, const routing::queue_def& current,
                 const routing::queue_def& wanted) {
@@ -156,7 +159,9 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
          !differs("x-dead-letter-exchange", dlx(wanted), dlx(current)) &&
          !differs("x-dead-letter-routing-key", dlrk(wanted), dlrk(current)) &&
          !differs("x-delivery-limit", wanted.delivery_limit, current.delivery_limit) &&
-         !differs("x-expires", wanted.expires, current.expires);
+         !differs("x-expires", wanted.expires, current.expires) &&
+         !differs("x-max-length", wanted.max_length, current.max_length) &&
+         !differs("x-overflow", wanted.overflow, current.overflow);
 }
 
 // What a create on the bus found, after the consumer exists.

@@ -16,10 +16,9 @@ struct refused_argument {
 };
 
 // Each entry changes which messages a consumer receives; nothing on the bus does that.
-constexpr std::array<refused_argument, 7> refused{{
-    {"x-max-length", "queues are not length-limited; bound the backlog in the publisher or with publisher confirms"},
-    {"x-max-length-bytes", "queues are not size-limited; bound the backlog in the publisher or with publisher confirms"},
-    {"x-overflow", "queues are not length-limited, so there is no overflow behaviour to choose"},
+constexpr std::array<refused_argument, 4> refused{{
+    {"x-max-length-bytes",
+     "the bus counts a queue's messages, not their bytes; bound the queue by x-max-length (a count)"},
     {"x-max-priority", "there are no priority queues; use one queue per priority and consume the higher one first"},
     {"x-max-age", "stream queues are not implemented; declare a classic or quorum queue"},
     {"x-stream-max-segment-size-bytes", "stream queues are not implemented; declare a classic or quorum queue"},
@@ -53,15 +52,18 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
   };
   for (const auto& entry : arguments.entries) {
     const auto& name = entry.name;
-    if (name == "x-message-ttl" || name == "x-delivery-limit" || name == "x-expires") {
-      const bool ms = name != "x-delivery-limit";
+    if (name == "x-message-ttl" || name == "x-delivery-limit" || name == "x-expires" || name == "x-max-length") {
+      const bool ms = name == "x-message-ttl" || name == "x-expires";
       auto n = wire::integer_of(entry.value);
       if (!n) return invalid(name, std::string("the value is not an integer; give a count, e.g. ") +
                                        (ms ? "60000 (milliseconds)" : "5"));
       if (*n < 0) return invalid(name, "the value is negative; give a count of 0 or more");
       if (*n == 0 && name == "x-expires")
         return invalid(name, "the value is zero; give the milliseconds an unused queue stays, 1 or more");
-      auto& field = name == "x-message-ttl" ? def.message_ttl : name == "x-expires" ? def.expires : def.delivery_limit;
+      auto& field = name == "x-message-ttl"  ? def.message_ttl
+                    : name == "x-expires"    ? def.expires
+                    : name == "x-max-length" ? def.max_length
+                                             : def.delivery_limit;
       field = static_cast<std::uint64_t>(*n);
     } else if (name == "x-dead-letter-exchange") {
       const auto* exchange = std::get_if<std::string>(&entry.value.value);
@@ -78,6 +80,11 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
         return invalid(name, "the key is longer than 255 octets; give a shorter routing key");
       if (!def.dead_letter) def.dead_letter.emplace();
       def.dead_letter->routing_key = *key;
+    } else if (name == "x-overflow") {
+      const auto* text = std::get_if<std::string>(&entry.value.value);
+      auto mode = text ? routing::parse_overflow(*text) : std::nullopt;
+      if (!mode) return invalid(name, "the value is not 'drop-head', 'reject-publish' or 'reject-publish-dlx'");
+      def.overflow = *mode;
     } else if (name == "x-single-active-consumer") {
       const auto* on = std::get_if<bool>(&entry.value.value);
       if (!on) return invalid(name, "the value is not a boolean; give true or false");

@@ -1,7 +1,7 @@
 #pragma once
 // queue.declare arguments: RabbitMQ's `x-*` queue arguments that this translation honours,
 // accepts as hints, or refuses. Refused are those that change WHAT a consumer is delivered
-// and are not built yet (length limits, priorities, streams):
+// and are not built yet (byte limits, priorities, streams):
 // approximating them would deliver a different set, so they answer 540 with a remedy (the
 // rationale of HIP-1326 §4). Arguments RabbitMQ itself does not know are ignored, as it does.
 #include <optional>
@@ -18,7 +18,8 @@ namespace amqp::broker {
 std::optional<std::string> refused_queue_argument(const wire::field_table& arguments);
 
 // The arguments honoured with the queue's definition (x-message-ttl, x-dead-letter-exchange,
-// x-dead-letter-routing-key, x-delivery-limit, x-expires, x-single-active-consumer) written into
+// x-dead-letter-routing-key, x-delivery-limit, x-expires, x-single-active-consumer, x-max-length,
+// x-overflow) written into
 // `def`; x-dead-letter-strategy is
 // checked (dead-lettering is always at least once, which satisfies either value). False with
 // RabbitMQ's 406 "invalid arg" sentence in `refusal` for a value of the wrong type or range.

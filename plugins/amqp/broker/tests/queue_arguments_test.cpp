@@ -36,8 +36,26 @@ TEST_CASE("x-single-active-consumer is a boolean kept with the queue, not refuse
   CHECK(refusal.find("not a boolean") != std::string::npos);
 }
 
-TEST_CASE("the length limits stay refused, naming the remedy") {
-  auto refused = broker::refused_queue_argument(arguments("x-max-length", wire::field_value{std::int32_t{10}}));
+TEST_CASE("x-max-length and x-overflow are kept with the queue; the byte limit stays refused, naming the remedy") {
+  wire::field_table both = arguments("x-max-length", wire::field_value{std::int32_t{10}});
+  both.entries.push_back(wire::table_entry{"x-overflow", wire::field_value{std::string("reject-publish")}});
+  CHECK_FALSE(broker::refused_queue_argument(both));
+  routing::queue_def def;
+  std::string refusal;
+  REQUIRE(broker::read_queue_arguments(both, "q", def, refusal));
+  CHECK(def.max_length == 10u);
+  CHECK(def.overflow == routing::overflow_mode::reject_publish);
+
+  routing::queue_def bad;
+  CHECK_FALSE(broker::read_queue_arguments(arguments("x-overflow", wire::field_value{std::string("drop-tail")}), "q",
+                                           bad, refusal));
+  CHECK(refusal.find("not 'drop-head', 'reject-publish' or 'reject-publish-dlx'") != std::string::npos);
+  CHECK_FALSE(broker::read_queue_arguments(arguments("x-max-length", wire::field_value{std::int32_t{-1}}), "q", bad,
+                                           refusal));
+  CHECK(refusal.find("negative") != std::string::npos);
+
+  auto refused = broker::refused_queue_argument(arguments("x-max-length-bytes", wire::field_value{std::int32_t{10}}));
   REQUIRE(refused);
-  CHECK(refused->find("'x-max-length' is not implemented") != std::string::npos);
+  CHECK(refused->find("'x-max-length-bytes' is not implemented") != std::string::npos);
+  CHECK(refused->find("x-max-length (a count)") != std::string::npos);
 }

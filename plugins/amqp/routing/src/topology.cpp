@@ -112,8 +112,10 @@ void topology::put_queue(std::string_view name, queue_def def) {
     it = queues_.emplace(std::string(name), queue_def{}).first;
   } else {
     unindex_queue(name, it->second);
+    if (it->second.max_length) --length_limited_;
   }
   it->second = std::move(def);
+  if (it->second.max_length) ++length_limited_;
   index_queue(name, it->second);
 }
 
@@ -121,8 +123,24 @@ bool topology::erase_queue(std::string_view name) {
   auto it = queues_.find(name);
   if (it == queues_.end()) return false;
   unindex_queue(name, it->second);
+  if (it->second.max_length) --length_limited_;
   queues_.erase(it);
   return true;
+}
+
+std::string_view to_string(overflow_mode mode) {
+  switch (mode) {
+    case overflow_mode::drop_head: return "drop-head";
+    case overflow_mode::reject_publish: return "reject-publish";
+    case overflow_mode::reject_publish_dlx: return "reject-publish-dlx";
+  }
+  return "drop-head";
+}
+
+std::optional<overflow_mode> parse_overflow(std::string_view text) {
+  for (auto mode : {overflow_mode::drop_head, overflow_mode::reject_publish, overflow_mode::reject_publish_dlx})
+    if (text == to_string(mode)) return mode;
+  return std::nullopt;
 }
 
 const exchange_def* topology::find_exchange(std::string_view name) const {

@@ -140,6 +140,8 @@ std::string encode_queue(const queue_def& def) {
   if (def.delivery_limit) value["delivery_limit"] = *def.delivery_limit;
   if (def.expires) value["expires"] = *def.expires;
   if (def.single_active_consumer) value["single_active_consumer"] = true;
+  if (def.max_length) value["max_length"] = *def.max_length;
+  if (def.overflow) value["overflow"] = to_string(*def.overflow);
   if (!def.retired.empty()) {
     json retired = json::array();
     for (const auto& r : def.retired) {
@@ -194,11 +196,17 @@ outcome<queue_def> parse_queue(std::string_view text) {
       def.dead_letter->routing_key = key->get<std::string>();
     }
   }
-  for (auto [member, field] : {std::pair{"delivery_limit", &queue_def::delivery_limit}, std::pair{"expires", &queue_def::expires}}) {
+  for (auto [member, field] : {std::pair{"delivery_limit", &queue_def::delivery_limit}, std::pair{"expires", &queue_def::expires},
+                               std::pair{"max_length", &queue_def::max_length}}) {
     if (auto count = value->find(member); count != value->end()) {
       if (!count->is_number_unsigned()) return malformed("queue", "\"" + std::string(member) + "\" is not a count");
       def.*field = count->get<std::uint64_t>();
     }
+  }
+  if (auto overflow = value->find("overflow"); overflow != value->end()) {
+    auto mode = overflow->is_string() ? parse_overflow(overflow->get<std::string>()) : std::nullopt;
+    if (!mode) return malformed("queue", "\"overflow\" is not drop-head, reject-publish or reject-publish-dlx");
+    def.overflow = *mode;
   }
   if (auto single = value->find("single_active_consumer"); single != value->end()) {
     if (!single->is_boolean()) return malformed("queue", "\"single_active_consumer\" is not a boolean");

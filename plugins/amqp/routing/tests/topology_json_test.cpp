@@ -134,6 +134,28 @@ TEST_CASE("malformed values are refused with a sentence, never thrown") {
   }
 }
 
+TEST_CASE("a length limit and its overflow round-trip, omitted when unset") {
+  queue_def def{true, false, false, {}};
+  def.max_length = 0;
+  CHECK(encode_queue(def) == R"({"durable":true,"max_length":0})");
+  def.overflow = overflow_mode::reject_publish_dlx;
+  CHECK(encode_queue(def) == R"({"durable":true,"max_length":0,"overflow":"reject-publish-dlx"})");
+  auto back = parse_queue(encode_queue(def));
+  REQUIRE(back);
+  CHECK(*back == def);
+  topology t;
+  CHECK_FALSE(t.has_length_limits());
+  t.put_queue("limited", def);
+  CHECK(t.has_length_limits());
+  t.put_queue("limited", queue_def{true, false, false, {}});
+  CHECK_FALSE(t.has_length_limits());
+  for (std::string_view bad : {R"({"durable":true,"max_length":-1})", R"({"durable":true,"overflow":"drop-tail"})",
+                               R"({"durable":true,"overflow":1})"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_queue(bad));
+  }
+}
+
 TEST_CASE("a single active consumer round-trips, omitted when off, and must be a boolean") {
   queue_def def{true, false, false, {}};
   CHECK(encode_queue(def) == R"({"durable":true})");

@@ -52,6 +52,11 @@ struct dead_letter_target {
   friend bool operator==(const dead_letter_target&, const dead_letter_target&) = default;
 };
 
+// x-overflow: what a queue at its x-max-length does with one more message (RabbitMQ's words).
+enum class overflow_mode { drop_head, reject_publish, reject_publish_dlx };
+std::string_view to_string(overflow_mode mode);
+std::optional<overflow_mode> parse_overflow(std::string_view text);
+
 struct queue_def {
   bool durable = false;
   bool exclusive = false;
@@ -68,6 +73,10 @@ struct queue_def {
   std::optional<std::uint64_t> expires{};
   // x-single-active-consumer: one consumer at a time receives (a pinned group on the bus).
   bool single_active_consumer = false;
+  // x-max-length: how many ready messages the queue holds at most; x-overflow as declared (absent
+  // means drop-head).
+  std::optional<std::uint64_t> max_length{};
+  std::optional<overflow_mode> overflow{};
   // Some route applies to only part of the stream (an `after`, or a retired binding).
   bool windowed() const;
   friend bool operator==(const queue_def&, const queue_def&) = default;
@@ -135,6 +144,8 @@ class topology {
   const exchange_def* find_exchange(std::string_view name) const;
   const queue_def* find_queue(std::string_view name) const;
   const queue_map& queues() const { return queues_; }
+  // Whether some queue has an x-max-length (a publish then asks which ones it reaches).
+  bool has_length_limits() const { return length_limited_ > 0; }
 
   // normalize(amqp._.<queue> + the filters of every binding whose exchange exists, each
   // by that exchange's current kind). Empty when the queue does not exist.
@@ -180,6 +191,7 @@ class topology {
 
   std::map<std::string, exchange_def, std::less<>> exchanges_;
   queue_map queues_;
+  std::size_t length_limited_ = 0;  // queues with a max_length
   std::map<std::string, exchange_index, std::less<>> index_;
 };
 

@@ -1,0 +1,93 @@
+#include "length_limit.hpp"
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <memory>
+
+#include "channel_context.hpp"
+#include "dead_letter.hpp"
+
+namespace amqp::broker {
+namespace {
+
+// One no-wait pull after another on the queue's own consumer: each brings the head.
+class head_dropper : public std::enable_shared_from_this<head_dropper> {
+ public:
+  head_dropper(broker& b, boost::asio::any_io_executor ex, std::string queue, std::uint64_t n,
+               std::function<void()> done)
+      : broker_(b.weak_from_this()),
+        bus_(b.bus_ptr()),
+        ex_(std::move(ex)),
+        queue_(std::move(queue)),
+        left_(n),
+        done_(std::move(done)) {}
+
+  void start(broker& b) {
+    // The callbacks keep it alive until its puller has stopped (which lets them go).
+    bus::puller_callbacks callbacks;
+    callbacks.on_delivery = [self = shared_from_this()](bus::delivery d) { self->taken(std::move(d)); };
+    callbacks.on_event = [self = shared_from_this()](bus::pull_event) { self->finish(); };  // nothing more
+    puller_ = b.bus().make_puller(queue_, ex_, std::move(callbacks), b.sharing_of(queue_));
+    next();
+  }
+
+ private:
+  void next() {
+    if (left_ == 0) return finish();
+    puller_->request(1, std::chrono::milliseconds(0));
+  }
+
+  void taken(bus::delivery d) {
+    auto b = broker_.lock();
+    if (!b || !done_) {
+      bus_->nak(d.reply);
+      return finish();
+    }
+    // Expired or not routed here: passed over, and it does not count as one dropped.
+    if (!passed_over(*b, ex_, queue_, d)) {
+      give_up(*b, ex_, queue_, death_reason::maxlen, std::move(d));
+      --left_;
+    }
+    next();
+  }
+
+  void finish() {
+    if (!done_) return;
+    puller_->stop();
+    auto done = std::move(done_);
+    done_ = nullptr;
+    done();
+  }
+
+  std::weak_ptr<broker> broker_;
+  std::shared_ptr<bus::client> bus_;
+  boost::asio::any_io_executor ex_;
+  std::string queue_;
+  std::uint64_t left_;
+  std::function<void()> done_;
+  std::shared_ptr<bus::puller> puller_;
+};
+
+}  // namespace
+
+std::vector<length_limit> limits_reached(const broker& b, std::string_view exchange, std::string_view key) {
+  return b.read_topology([&](const routing::topology& t) {
+    std::vector<length_limit> limits;
+    if (!t.has_length_limits()) return limits;
+    for (auto& queue : t.queues_reached(exchange, key)) {
+      const auto* def = t.find_queue(queue);
+      if (def && def->max_length)
+        limits.push_back({std::move(queue), *def->max_length, def->overflow.value_or(routing::overflow_mode::drop_head)});
+    }
+    return limits;
+  });
+}
+
+void drop_heads(broker& b, boost::asio::any_io_executor ex, const std::string& queue, std::uint64_t n,
+                std::function<void()> done) {
+  if (n == 0) return boost::asio::post(ex, std::move(done));
+  auto dropper = std::make_shared<head_dropper>(b, std::move(ex), queue, n, std::move(done));
+  dropper->start(b);
+}
+
+}  // namespace amqp::broker

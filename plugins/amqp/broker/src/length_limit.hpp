@@ -1,0 +1,39 @@
+#pragma once
+// x-max-length (RabbitMQ's queue length limit): a queue holds at most that many ready messages.
+// Decided where the publish is, against the bus's count of the queue once this channel's earlier
+// publishes are counted: drop-head takes the oldest ready messages off the head once the new one
+// is stored (each dead-lettered as `maxlen`, or dropped), reject-publish refuses the new one
+// (reject-publish-dlx dead-letters it). Publishes on other channels or replicas at the same
+// moment are not serialised with it: the queue may pass its limit by those, until its next
+// publish trims it.
+#include <utility>  // before Asio: see platform-notes
+
+#include <boost/asio/any_io_executor.hpp>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "amqp/routing/topology.hpp"
+
+namespace amqp::broker {
+
+class broker;
+
+struct length_limit {
+  std::string queue;
+  std::uint64_t max_length = 0;
+  routing::overflow_mode overflow = routing::overflow_mode::drop_head;
+};
+
+// The length-limited queues a publish to (exchange, key) reaches; empty at once when no queue
+// has a limit.
+std::vector<length_limit> limits_reached(const broker& b, std::string_view exchange, std::string_view key);
+
+// Takes up to `n` messages off the head of `queue`, each given up as `maxlen` (dead-lettered, or
+// dropped); then `done` runs on `ex`. Stops early when the queue has no more to give.
+void drop_heads(broker& b, boost::asio::any_io_executor ex, const std::string& queue, std::uint64_t n,
+                std::function<void()> done);
+
+}  // namespace amqp::broker
