@@ -127,6 +127,18 @@ class OneReplica(Case):
         self.assertEqual(first.bodies(), ["before"])
         self.assertEqual(second.bodies(), ["after-1", "after-2"])
 
+    def test_consumers_take_over_in_the_order_they_registered(self):
+        self.ch.queue_declare(self.queue, arguments=SAC)
+        consumers = [self.consumer() for _ in range(4)]
+        for turn, active in enumerate(consumers):
+            self.publish(f"turn-{turn}")
+            self.assertTrue(pump_until(consumers, lambda: active.got, TAKEOVER), f"turn {turn}")
+            pump_for(consumers, 0.2)
+            self.assertEqual([c.bodies() for c in consumers],
+                             [[f"turn-{i}"] if i == turn else [] for i in range(4)], f"turn {turn}")
+            active.ch.basic_cancel(active.tag)
+            active.got.clear()
+
     def test_a_closed_active_consumers_messages_go_to_the_next_one_first(self):
         self.ch.queue_declare(self.queue, arguments=SAC)
         first = self.consumer(prefetch=3, ack=False)

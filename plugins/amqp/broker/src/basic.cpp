@@ -477,6 +477,8 @@ void basic_class::after_publishes(std::function<void()> work) {
   s.after_publishes.push_back(std::move(work));
 }
 
+void basic_class::consumers_may_ask() { pump_consumers(*state_); }
+
 void basic_class::queue_deleted(const std::string& queue) {
   auto& s = *state_;
   for (auto it = s.consumers.begin(); it != s.consumers.end();) {

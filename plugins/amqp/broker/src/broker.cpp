@@ -298,21 +298,39 @@ bool broker::add_consumer(const std::string& queue, const std::shared_ptr<channe
   return true;
 }
 
+bool broker::first_in_line(const std::string& queue, const channel_context& channel,
+                           const std::string& consumer_tag) const {
+  std::lock_guard lock(owners_mutex_);
+  auto it = consumers_.find(queue);
+  if (it == consumers_.end() || it->second.empty()) return true;
+  return it->second.front().key == &channel && it->second.front().tag == consumer_tag;
+}
+
 void broker::remove_consumer(const std::string& queue, const channel_context& channel,
                              const std::string& consumer_tag) {
   bool last = false;
+  std::weak_ptr<channel_context> next;  // the new first in line, when the first went
   {
     std::lock_guard lock(owners_mutex_);
     auto it = consumers_.find(queue);
     if (it == consumers_.end()) return;
     auto& refs = it->second;
+    const bool was_first = refs.front().key == &channel && refs.front().tag == consumer_tag;
     auto before = refs.size();
     std::erase_if(refs, [&](const consumer_ref& r) { return r.key == &channel && r.tag == consumer_tag; });
     if (refs.size() == before) return;
     if (refs.empty()) {
       consumers_.erase(it);
       last = true;
+    } else if (was_first) {
+      next = refs.front().channel;
     }
+  }
+  if (auto channel_next = next.lock(); channel_next && sharing_of(queue) == bus::queue_sharing::single_active) {
+    auto exec = channel_next->executor();
+    boost::asio::post(exec, [channel_next] {
+      if (channel_next->is_open()) channel_next->basic().consumers_may_ask();
+    });
   }
   if (!last) return;
   bool auto_delete = read_topology([&](const routing::topology& t) {

@@ -110,6 +110,11 @@ class broker : public std::enable_shared_from_this<broker> {
   void remove_consumer(const std::string& queue, const channel_context& channel,
                        const std::string& consumer_tag);
   std::uint32_t consumer_count(const std::string& queue) const;
+  // x-single-active-consumer: this process's consumers of a queue wait in line, in registration
+  // order, and only the first asks the bus (which serves one asker at a time, across replicas).
+  // True when this consumer is first; when the first goes, the next one's channel is told
+  // (basic_class::consumers_may_ask) on its own executor.
+  bool first_in_line(const std::string& queue, const channel_context& channel, const std::string& consumer_tag) const;
   // A queue with x-expires was used by what the bus cannot see (a declare, a basic.get, the end
   // of its last consumer here): the time is written to its `u.` key in the bucket, for every
   // replica's expiry check (expiry.hpp).
@@ -255,6 +260,8 @@ class basic_class {
   // or another replica deleted it): send a server-initiated basic.cancel to each consumer of
   // this channel on it and stop them. Their registry entries are already gone.
   void queue_deleted(const std::string& queue);
+  // A consumer of this channel may now ask the bus for messages (broker::first_in_line).
+  void consumers_may_ask();
 
  private:
   struct state;

@@ -35,8 +35,9 @@ void consumer::start() {
   callbacks.on_stopped = [weak] {
     if (auto self = weak.lock()) self->on_stopped();
   };
-  puller_ = bus_->make_puller(options_.queue, channel_->ctx.executor(), std::move(callbacks),
-                              channel_->ctx.state().sharing_of(options_.queue));
+  const auto sharing = channel_->ctx.state().sharing_of(options_.queue);
+  single_active_ = sharing == bus::queue_sharing::single_active;
+  puller_ = bus_->make_puller(options_.queue, channel_->ctx.executor(), std::move(callbacks), sharing);
   pump();
 }
 
@@ -64,7 +65,10 @@ std::uint32_t consumer::wanted(bool top_up) const {
   return top_up || n >= std::max<std::uint32_t>(1, window / 2) ? n : 0;
 }
 
-bool consumer::may_ask() const { return channel_ && puller_ && !cancelled_ && !retry_armed_ && !drain_armed_; }
+bool consumer::may_ask() const {
+  if (!channel_ || !puller_ || cancelled_ || retry_armed_ || drain_armed_) return false;
+  return !single_active_ || channel_->ctx.state().first_in_line(options_.queue, channel_->ctx, options_.tag);
+}
 
 void consumer::pump() {
   if (!may_ask() || wait_for_socket()) return;

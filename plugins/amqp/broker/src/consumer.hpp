@@ -84,6 +84,7 @@ class consumer final : public std::enable_shared_from_this<consumer> {
 
   basic_state* channel_;  // null once stopped
   options options_;
+  bool single_active_ = false;  // x-single-active-consumer: asks only when first in line
   std::shared_ptr<bus::client> bus_;
   credit_pool own_;
   std::shared_ptr<credit_pool> global_;
