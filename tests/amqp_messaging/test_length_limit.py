@@ -104,12 +104,17 @@ class LengthLimit(deadletter_case.DeadLetterCase):
         self.ch.exchange_declare(fanout, exchange_type="fanout")
         self.declare(x_max_length=1, x_overflow="reject-publish")
         self.ch.queue_declare(other)
-        self.ch.queue_bind(self.q, fanout)
-        self.ch.queue_bind(other, fanout)
+        newest = f"{self.q}-newest"
+        self.declare(newest, x_max_length=1)
+        for q in (self.q, other, newest):
+            self.ch.queue_bind(q, fanout)
         self.assertTrue(self.confirmed("first", exchange=fanout, key="k"))
         self.assertFalse(self.confirmed("second", exchange=fanout, key="k"))
         self.assertEqual(self.drain(), ["first"])
         self.assertEqual(self.drain(other), ["first", "second"])
+        # A drop-head queue beside the full one is trimmed by that publish too.
+        self.assertEqual(self.drain(newest), ["second"])
+        self.assertEqual([(b, p.headers["x-death"][0]["queue"]) for _, p, b in self.wait_dead(1)], [(b"first", newest)])
 
     def test_without_confirms_a_refused_publish_is_dropped(self):
         self.declare(x_max_length=1, x_overflow="reject-publish")

@@ -252,20 +252,30 @@ void reject_limited(basic_state& s, const std::shared_ptr<limited_publish>& p, c
   }
   const auto reached =
       b.read_topology([&](const routing::topology& t) { return t.queues_reached(p->method.exchange, p->method.routing_key); });
-  for (const auto& q : reached) {
-    if (std::find(full.begin(), full.end(), q) != full.end()) continue;
+  std::vector<std::string> others;
+  for (const auto& q : reached)
+    if (std::find(full.begin(), full.end(), q) == full.end()) others.push_back(q);
+  auto finish = [&s, p] {
+    if (p->seq != 0) confirm_now(s, s.confirms.settle(p->seq, publish_confirms::outcome::nack));
+    s.ctx.finish();
+  };
+  if (others.empty()) return finish();
+  // Once every other queue has its copy, the drop-head ones among them are trimmed as usual.
+  auto left = std::make_shared<std::size_t>(others.size());
+  for (const auto& q : others) {
     const std::size_t cost = p->property_octets.size() + p->body.size() + publish_overhead;
     ++s.publishes_in_flight;
     s.publish_cost_in_flight += cost;
     chan.port().publish_handed(cost);
     auto subject = *routing::publish_subject("", q);
     chan.bus().publish(subject, bus::base64_encode(p->property_octets), p->body, chan.executor(),
-                       [&s, weak = chan.weak_from_this(), cost, subject](bus::bus_status stored) {
-                         if (auto alive = weak.lock()) publish_done(s, 0, cost, stored, subject);
+                       [&s, weak = chan.weak_from_this(), p, left, finish, cost, subject](bus::bus_status stored) {
+                         auto alive = weak.lock();
+                         if (!alive) return;
+                         publish_done(s, 0, cost, stored, subject);
+                         if (--*left == 0) trim(s, p, finish);
                        });
   }
-  if (p->seq != 0) confirm_now(s, s.confirms.settle(p->seq, publish_confirms::outcome::nack));
-  chan.finish();
 }
 
 void publish_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
