@@ -15,6 +15,7 @@ import pika
 import pika.exceptions
 
 import cloudtest
+import dying_consumer
 import rabbitmq
 
 CLOUD = None
@@ -32,6 +33,7 @@ class Session:
     """A connection to one broker, a confirming channel and a word making this run's names unique."""
 
     def __init__(self, port):
+        self.port = port
         self.conn = pika.BlockingConnection(pika.ConnectionParameters(
             host="127.0.0.1", port=port, heartbeat=0, blocked_connection_timeout=30))
         self.ch = self.conn.channel()
@@ -306,30 +308,55 @@ def refused_beside_another_queue(s):
 
 
 def single_active_consumer(queue_type):
-    """Two consumers of a single-active-consumer queue, the first holding its prefetch of 2: who
-    receives four messages, and who once the first one's channel closes. (A 3.10 quorum queue
-    hands the closed consumer's messages back behind the others; the issue asks for RabbitMQ's
-    classic order, the requeued first, and so does every queue here.)"""
+    """Two consumers of a single-active-consumer queue, the first (a process of its own) holding
+    its prefetch of 2: who receives four messages, and who once the first one's connection ends.
+    (A 3.10 quorum queue hands the dead consumer's messages back behind the others; the issue asks
+    for RabbitMQ's classic order, the requeued first, and so does every queue here.)"""
     def scenario(s):
         q = s.name("single")
         s.ch.queue_declare(q, durable=True, arguments={"x-single-active-consumer": True, "x-queue-type": queue_type})
-        first, second = s.conn.channel(), s.conn.channel()
-        first.basic_qos(prefetch_count=2)
-        got = {"first": [], "second": []}
-        first.basic_consume(q, lambda c, m, p, b: got["first"].append([b, m.redelivered]))
-        second.basic_consume(q, lambda c, m, p, b: (got["second"].append([b, m.redelivered]),
-                                                    c.basic_ack(m.delivery_tag)))
-        for i in range(4):
-            s.publish(q, f"m{i}".encode())
-        s.wait(got["first"], 2)
-        s.pause(0.5)
-        seen = {"before": {k: list(v) for k, v in got.items()}}
-        first.close()
-        s.wait(got["second"], 4)
-        s.pause(0.5)
-        seen["after"] = got["second"]
-        return seen
+        first = dying_consumer.DyingConsumer(s.port, q, prefetch=2)
+        try:
+            second = s.conn.channel()
+            got = []
+            second.basic_consume(q, lambda c, m, p, b: (got.append([b, m.redelivered]), c.basic_ack(m.delivery_tag)))
+            for i in range(4):
+                s.publish(q, f"m{i}".encode())
+            first.wait_for(2)
+            s.pause(0.5)
+            seen = {"before": {"first": list(first.got), "second": list(got)}}
+            first.kill()
+            s.wait(got, 4)
+            s.pause(0.5)
+            seen["after"] = got
+            return seen
+        finally:
+            first.kill()
     return scenario
+
+
+def cancelled_single_active_consumer(s):
+    """A quorum single-active-consumer queue whose active consumer, holding two of four messages, is
+    cancelled: what the next one receives at once, and once the cancelled one's channel closes."""
+    q = s.name("handover")
+    s.ch.queue_declare(q, durable=True, arguments={"x-single-active-consumer": True, "x-queue-type": "quorum"})
+    first, second = s.conn.channel(), s.conn.channel()
+    first.basic_qos(prefetch_count=2)
+    held, got = [], []
+    tag = first.basic_consume(q, lambda c, m, p, b: held.append(b))
+    second.basic_consume(q, lambda c, m, p, b: (got.append([b, m.redelivered]), c.basic_ack(m.delivery_tag)))
+    for i in range(4):
+        s.publish(q, f"m{i}".encode())
+    s.wait(held, 2)
+    first.basic_cancel(tag)
+    s.wait(got, 2)
+    s.pause(0.5)
+    seen = {"held": list(held), "after cancel": list(got)}
+    first.close()
+    s.wait(got, 4)
+    s.pause(0.5)
+    seen["after close"] = got[len(seen["after cancel"]):]
+    return seen
 
 
 class SameAsRabbitMQ(unittest.TestCase):
@@ -391,6 +418,9 @@ class SameAsRabbitMQ(unittest.TestCase):
 
     def test_m_a_single_active_consumer_classic(self):
         self.same(single_active_consumer("classic"))
+
+    def test_n_a_cancelled_single_active_consumer_quorum(self):
+        self.same(cancelled_single_active_consumer)
 
 
 if __name__ == "__main__":

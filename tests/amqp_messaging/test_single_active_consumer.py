@@ -1,10 +1,10 @@
 """Single active consumer (issue 17, item 5), through pika: a queue declared with
 x-single-active-consumer gives its messages to one consumer at a time, across `cloud` replicas (the
-claim is the bus's pinned consumer group, nats-server 2.11 and later). When the active consumer
-cancels, or its connection ends, the next one takes over, with the messages the closed one held
-requeued first; a replica that dies loses the queue once its pin times out. Runs on the pinned
-nats-server and, as its .floor twin, on the floor, which refuses the argument naming the version
-it needs.
+claim is the bus's pinned consumer group, nats-server 2.11 and later). When the active consumer is
+cancelled, the next one takes over at once (what the cancelled one holds stays its channel's);
+when its connection ends, the next one takes over with the messages it held requeued first; a
+replica that dies loses the queue once its pin times out. Runs on the pinned nats-server and, as
+its .floor twin, on the floor, which refuses the argument naming the version it needs.
 """
 import signal
 import time
@@ -15,6 +15,7 @@ import pika
 import pika.exceptions
 
 import cloudtest
+import dying_consumer
 
 PINNED_GROUPS = cloudtest.nats_server_release() >= (2, 11, 0)
 SAC = {"x-single-active-consumer": True}
@@ -139,18 +140,34 @@ class OneReplica(Case):
             active.ch.basic_cancel(active.tag)
             active.got.clear()
 
-    def test_a_closed_active_consumers_messages_go_to_the_next_one_first(self):
+    def test_when_the_active_consumers_connection_ends_its_messages_go_to_the_next_one_first(self):
         self.ch.queue_declare(self.queue, arguments=SAC)
-        first = self.consumer(prefetch=3, ack=False)
+        first = dying_consumer.DyingConsumer(self.port(), self.queue, prefetch=3)
+        self.addCleanup(first.kill)
         second = self.consumer()
         self.publish(*[f"m{i}" for i in range(6)])
-        self.assertTrue(pump_until([first, second], lambda: len(first.got) == 3, 15), first.got)
-        pump_for([first, second], 0.5)
+        self.assertTrue(first.wait_for(3), first.got)
+        pump_for([second], 0.5)
         self.assertEqual(second.got, [], "the waiting consumer received while the active one held its prefetch")
-        first.close()
+        first.kill()
         self.assertTrue(pump_until([second], lambda: len(second.got) == 6, TAKEOVER), second.got)
         self.assertEqual(second.got, [("m0", True), ("m1", True), ("m2", True),
                                       ("m3", False), ("m4", False), ("m5", False)])
+
+    def test_a_cancelled_consumer_keeps_what_it_holds_and_the_next_one_takes_the_rest(self):
+        # As RabbitMQ's quorum queues do: the cancel hands the queue over at once; what the
+        # cancelled consumer holds stays its channel's until settled or requeued.
+        self.ch.queue_declare(self.queue, arguments=SAC)
+        first = self.consumer(prefetch=2, ack=False)
+        second = self.consumer()
+        self.publish("m0", "m1", "m2", "m3")
+        self.assertTrue(pump_until([first, second], lambda: len(first.got) == 2, 15), first.got)
+        first.ch.basic_cancel(first.tag)
+        self.assertTrue(pump_until([first, second], lambda: len(second.got) == 2, TAKEOVER), second.got)
+        self.assertEqual(second.got, [("m2", False), ("m3", False)])
+        first.ch.close()  # requeues what it held: to the active consumer
+        self.assertTrue(pump_until([second], lambda: len(second.got) == 4, TAKEOVER), second.got)
+        self.assertEqual(second.got[2:], [("m0", True), ("m1", True)])
 
     def test_an_active_consumer_keeps_the_queue_while_it_holds_its_prefetch(self):
         # Nothing asked for for longer than the pin timeout: the pin is renewed all the same.
@@ -221,13 +238,14 @@ class TwoReplicas(Case):
 
     def test_one_consumer_across_replicas_and_the_other_replica_takes_over(self):
         self.ch.queue_declare(self.queue, arguments=SAC)
-        first = self.consumer(self.clouds[0].amqp_port, prefetch=2, ack=False)
+        first = dying_consumer.DyingConsumer(self.clouds[0].amqp_port, self.queue, prefetch=2)
+        self.addCleanup(first.kill)
         second = self.consumer(self.clouds[1].amqp_port)
         self.publish("m0", "m1", "m2")
-        self.assertTrue(pump_until([first, second], lambda: len(first.got) == 2, 15), first.got)
-        pump_for([first, second], 0.5)
+        self.assertTrue(first.wait_for(2), first.got)
+        pump_for([second], 0.5)
         self.assertEqual(second.got, [])
-        first.close()
+        first.kill()
         self.assertTrue(pump_until([second], lambda: len(second.got) == 3, TAKEOVER), second.got)
         self.assertEqual(second.got, [("m0", True), ("m1", True), ("m2", False)])
 

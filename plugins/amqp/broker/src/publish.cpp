@@ -178,11 +178,22 @@ const length_limit& limit_of(const limited_publish& p, const std::string& queue)
   return *std::find_if(p.limits.begin(), p.limits.end(), [&](const length_limit& l) { return l.queue == queue; });
 }
 
-// Blocking: the ready count of each queue, as queue.declare counts it.
-counts_or_failure ready_counts(broker& b, const std::vector<std::string>& queues) {
+// Blocking: the ready count of each queue, as queue.declare counts it. `for_dropping`: only what
+// was never delivered. The bus counts a requeued message and one delivered to another replica (or
+// still on its way here) alike, as unacked; dropping on the account of one of those would drop a
+// message within the limit, so a drop-head queue holding requeued messages may exceed its limit by
+// those instead.
+counts_or_failure ready_counts(broker& b, const std::vector<std::string>& queues, bool for_dropping) {
   std::vector<std::uint64_t> counts;
   for (const auto& q : queues) {
-    auto n = store::pending_messages(b, q);
+    auto info = b.bus().queue_info(q);
+    if (!info && info.error().kind == bus::bus_errc::not_found) {
+      counts.push_back(0);
+      continue;
+    }
+    if (!info) return store::failure{info.error().text};
+    if (for_dropping) info->num_ack_pending = info->held_here;  // nothing counted requeued
+    auto n = store::message_count(b, q, *info);
     if (auto* f = std::get_if<store::failure>(&n)) return *f;
     counts.push_back(std::get<std::uint64_t>(n));
   }
@@ -201,7 +212,7 @@ void trim(basic_state& s, std::shared_ptr<limited_publish> p, std::function<void
   const auto queues = queues_with(p->limits, true);
   if (queues.empty()) return then();
   broker* b = &s.ctx.state();
-  s.ctx.run_on_bus(during, [b, queues] { return ready_counts(*b, queues); },
+  s.ctx.run_on_bus(during, [b, queues] { return ready_counts(*b, queues, true); },
                    [&s, b, p, queues, then = std::move(then)](counts_or_failure counted) mutable {
                      if (auto* f = std::get_if<store::failure>(&counted)) return bus_failed(s.ctx, *f, during);
                      const auto& ready = std::get<std::vector<std::uint64_t>>(counted);
@@ -283,7 +294,7 @@ void publish_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
     const auto judged = queues_with(p->limits, false);
     if (judged.empty()) return store_limited(s, p);
     broker* b = &s.ctx.state();
-    s.ctx.run_on_bus(during, [b, judged] { return ready_counts(*b, judged); },
+    s.ctx.run_on_bus(during, [b, judged] { return ready_counts(*b, judged, false); },
                      [&s, p, judged](counts_or_failure counted) {
                        if (auto* f = std::get_if<store::failure>(&counted)) return bus_failed(s.ctx, *f, during);
                        const auto& ready = std::get<std::vector<std::uint64_t>>(counted);

@@ -277,7 +277,8 @@ class client_impl final : public client {
   int remaining_ms() const;  // until options_.deadline, at least 1
   json consumer_config(const std::string& queue, const std::vector<std::string>& filters,
                        queue_sharing sharing) const;
-  bus_status sync_settlements(const std::string& queue, const std::string& step);
+  // `held_then`: the queue's held deliveries as they were when it decided what to wait for.
+  bus_status sync_settlements(const std::string& queue, const std::string& step, std::uint64_t* held_then = nullptr);
   // Counts follow the publishes confirmed before them (stream_signals.cpp).
   enum class probe_seen { counted, late, gone };
   void note_publish_confirmed();

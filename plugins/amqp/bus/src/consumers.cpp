@@ -131,8 +131,13 @@ bus_result<bus::queue_info> client_impl::queue_info(const std::string& queue) {
   const std::string step = consumer_step("inspect", queue);
   if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word");
   if (auto caught_up = catch_up_with_publishes(step); !caught_up) return caught_up.error();
-  if (auto synced = sync_settlements(queue, step); !synced) return synced.error();
-  return counts_of(queue, step);
+  std::uint64_t held_then = 0;
+  if (auto synced = sync_settlements(queue, step, &held_then); !synced) return synced.error();
+  auto counts = counts_of(queue, step);
+  // A delivery settled after the sync decided may be neither held now nor settled in the counts;
+  // one that arrived meanwhile is held now and counted delivered: either way it is not ready.
+  if (counts) counts->held_here = std::max(counts->held_here, held_then);
+  return counts;
 }
 
 bus_result<bus::queue_info> client_impl::peek_queue(const std::string& queue) {

@@ -83,10 +83,13 @@ void client_impl::unhold(std::string_view queue) {
   unsynced_.insert(std::move(key));
 }
 
+// Sent before it stops counting as held: a count taken in between (on another thread) would
+// otherwise see the delivery neither held here nor settled on the server, and count it as ready
+// (a length limit would then drop one message too many).
 void client_impl::settle(const std::string& reply, const char* verb) {
   if (closed_ || reply.rfind("$JS.ACK.", 0) != 0) return;
-  unhold(consumer_of(reply));
   natsConnection_PublishString(conn_.get(), reply.c_str(), verb);
+  unhold(consumer_of(reply));
 }
 
 void client_impl::ack(const std::string& reply) { settle(reply, "+ACK"); }
@@ -96,9 +99,14 @@ void client_impl::term(const std::string& reply) { settle(reply, "+TERM"); }
 // answered request on the consumer's ack subject proves every settlement sent before it was
 // applied. The sentinel names a stream sequence no message has, so it changes nothing (a
 // progress report for a message that is not pending), and the server still answers it.
-bus_status client_impl::sync_settlements(const std::string& queue, const std::string& step) {
+bus_status client_impl::sync_settlements(const std::string& queue, const std::string& step,
+                                         std::uint64_t* held_then) {
   {
     std::lock_guard lock{held_mutex_};
+    if (held_then != nullptr) {
+      auto it = held_.find(queue);
+      *held_then = it == held_.end() ? 0 : it->second;
+    }
     if (unsynced_.erase(queue) == 0) return bus_ok();  // nothing settled since the last sync
   }
   const std::string sentinel = std::string{"$JS.ACK."} + stream_name + "." + queue + ".1.9223372036854775807.0.0.0";
