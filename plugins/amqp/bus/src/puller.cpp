@@ -440,12 +440,15 @@ void puller_impl::hand_over(const std::shared_ptr<client_impl>& owner) {
       ex_, [owner, queue = queue_] { return owner->pause(queue); },
       [self = shared_from_this(), owner, pin](bool paused) {
         if (self->gated_) owner->drain_finished(*self);  // its NAKs go now
-        auto finish = [owner, queue = self->queue_, pin, paused, ex = self->ex_] {
-          owner->run_blocking(
+        // Held by the client until the NAKs are answered: it holds the client weakly.
+        auto finish = [weak = std::weak_ptr<client_impl>(owner), queue = self->queue_, pin, paused, ex = self->ex_] {
+          auto client = weak.lock();
+          if (!client) return;
+          client->run_blocking(
               ex,
-              [owner, queue, pin, paused] {
-                owner->unpin(queue, pin);
-                if (paused) owner->resume(queue);
+              [client, queue, pin, paused] {
+                client->unpin(queue, pin);
+                if (paused) client->resume(queue);
                 return true;
               },
               [](bool) {});
