@@ -482,8 +482,13 @@ class NatsCluster:
 
     def __enter__(self):
         try:
+            # One after another, each once it listens: three started at once dial each other at
+            # once, and a floor (2.10.27) node then once kept its routes yet never heard the meta
+            # leader (CI, the harness's 60 s readiness wait ran out).
             for node in self.nodes:
                 self.start(node["name"])
+                if not wait_until(lambda: Cloud._accepts(node["port"]), 20):
+                    raise AssertionError(f"cluster node {node['name']} did not listen within 20 s:\n{self.logs()}")
             self.wait_ready()
         except BaseException:
             self.__exit__(None, None, None)
