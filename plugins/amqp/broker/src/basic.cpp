@@ -191,7 +191,8 @@ class get_request final : public std::enable_shared_from_this<get_request> {
     callbacks.on_event = [weak](bus::pull_event e) {
       if (auto self = weak.lock()) self->empty(e);
     };
-    puller_ = s_.ctx.bus().make_puller(queue_, s_.ctx.executor(), std::move(callbacks), s_.ctx.state().sharing_of(queue_));
+    // A single-active-consumer queue refuses basic.get (on_method below): never a pinned group here.
+    puller_ = s_.ctx.bus().make_puller(queue_, s_.ctx.executor(), std::move(callbacks));
     puller_->request(1, no_wait);
   }
 

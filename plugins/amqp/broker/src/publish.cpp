@@ -102,6 +102,16 @@ void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus
   }
 }
 
+// A publish is handed to the bus: it counts in flight (publish_done counts it out) and bounds the
+// connection's reading. Returns its cost, which publish_done is given back.
+std::size_t count_in_flight(basic_state& s, const std::string& property_octets, const std::string& body) {
+  const std::size_t cost = property_octets.size() + body.size() + publish_overhead;
+  ++s.publishes_in_flight;
+  s.publish_cost_in_flight += cost;
+  s.ctx.port().publish_handed(cost);
+  return cost;
+}
+
 // RabbitMQ refuses a publish whose `expiration` is not a count of milliseconds (406); one that
 // is expires in the queue (checked at delivery: basic.cpp, unseen).
 bool valid_expiration(channel_context& ctx, const std::string& property_octets) {
@@ -141,10 +151,7 @@ void publish_direct_reply(basic_state& s, const wire::basic_publish& m, std::str
     if (seq != 0) confirm_now(s, s.confirms.settle(seq, publish_confirms::outcome::ack));
     return;
   }
-  const std::size_t cost = property_octets.size() + body.size() + publish_overhead;
-  ++s.publishes_in_flight;
-  s.publish_cost_in_flight += cost;
-  chan.port().publish_handed(cost);
+  const std::size_t cost = count_in_flight(s, property_octets, body);
   std::optional<std::pair<std::string, std::string>> returnable;  // kept only to return it
   if (m.mandatory) returnable.emplace(property_octets, body);
   chan.bus().publish_direct(
@@ -230,10 +237,7 @@ void trim(basic_state& s, std::shared_ptr<limited_publish> p, std::function<void
 
 void store_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
   auto& chan = s.ctx;
-  const std::size_t cost = p->property_octets.size() + p->body.size() + publish_overhead;
-  ++s.publishes_in_flight;
-  s.publish_cost_in_flight += cost;
-  chan.port().publish_handed(cost);
+  const std::size_t cost = count_in_flight(s, p->property_octets, p->body);
   chan.bus().publish(
       p->subject, bus::base64_encode(p->property_octets), p->body, chan.executor(),
       [&s, weak = chan.weak_from_this(), p, cost](bus::bus_status stored) {
@@ -274,10 +278,7 @@ void reject_limited(basic_state& s, const std::shared_ptr<limited_publish>& p, c
   // Once every other queue has its copy, the drop-head ones among them are trimmed as usual.
   auto left = std::make_shared<std::size_t>(others.size());
   for (const auto& q : others) {
-    const std::size_t cost = p->property_octets.size() + p->body.size() + publish_overhead;
-    ++s.publishes_in_flight;
-    s.publish_cost_in_flight += cost;
-    chan.port().publish_handed(cost);
+    const std::size_t cost = count_in_flight(s, p->property_octets, p->body);
     auto subject = *routing::publish_subject("", q);
     chan.bus().publish(subject, bus::base64_encode(p->property_octets), p->body, chan.executor(),
                        [&s, weak = chan.weak_from_this(), p, left, finish, cost, subject](bus::bus_status stored) {
@@ -362,10 +363,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
       return publish_limited(s, std::make_shared<limited_publish>(limited_publish{
                                     m, *subject, std::move(property_octets), std::move(body), seq, std::move(limits)}));
     }
-    const std::size_t cost = property_octets.size() + body.size() + publish_overhead;
-    ++s.publishes_in_flight;
-    s.publish_cost_in_flight += cost;
-    chan.port().publish_handed(cost);
+    const std::size_t cost = count_in_flight(s, property_octets, body);
     chan.bus().publish(
         *subject, bus::base64_encode(property_octets), std::move(body), chan.executor(),
         [this, weak = chan.weak_from_this(), seq, cost, subj = *subject](bus::bus_status stored) {

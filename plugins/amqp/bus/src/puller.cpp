@@ -384,7 +384,8 @@ void puller_impl::take_pin(const std::string& pin, bool for_one_message) {
   if (pin == pin_) return;
   pin_ = pin;
   pin_renewed_ = std::chrono::steady_clock::now();
-  // A basic.get took the queue only for its message: the consumers come first.
+  // A one-message pull (the expiry sweeper's, a length limit's) took the queue only for its
+  // message: the consumers come first.
   if (for_one_message) return give_pin_back();
   arm_renewal();
 }
@@ -417,7 +418,7 @@ void puller_impl::renew() {
       });
 }
 
-// A basic.get's pin: given back at once.
+// A one-message pull's pin: given back at once.
 void puller_impl::give_pin_back() {
   auto owner = owner_.lock();
   if (pin_.empty() || !owner) return;
