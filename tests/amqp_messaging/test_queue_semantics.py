@@ -6,7 +6,7 @@ the order of frames on the wire is the point, a raw socket speaking pika's frame
   queue's other consumers; nothing arrives on a channel after its cancel-ok.
 - Requeued messages (nack/reject with requeue, basic.recover, close) come back in their queue
   order, ahead of messages never delivered, redelivered=true.
-- No requeued message waits for the five-minute ack wait, and none is delivered twice.
+- No requeued message waits for the ack wait, and none is delivered twice.
 
 "At once" is checked without sleeping: the first passive declare or basic.get after the
 client's own action must see it. Runs on the pinned nats-server and, as its .floor twin, on

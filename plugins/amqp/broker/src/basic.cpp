@@ -458,7 +458,7 @@ void basic_class::closed() {
   s.closed = true;
   // The consumers stop asking first (the bus then holds the requeues below until their requests
   // are over, so that they keep their order), what was outstanding is requeued at once, never
-  // left to the five-minute ack wait, and then the consumers go (which may auto-delete their queue).
+  // left to the ack wait, and then the consumers go (which may auto-delete their queue).
   auto consumers = std::move(s.consumers);
   s.consumers.clear();
   for (auto& [tag, c] : consumers) c->stop();

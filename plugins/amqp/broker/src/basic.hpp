@@ -49,8 +49,8 @@
 // cancel-ok, as RabbitMQ delivers what it had sent before the cancel, and nothing after it.
 // Its unsettled deliveries stay outstanding: the client may still settle them.
 //
-// Closing. closed() naks every outstanding delivery at once (never left to the five-minute
-// ack wait), stops every consumer and removes it from the broker's registry (auto-delete
+// Closing. closed() naks every outstanding delivery at once (never left to the ack wait),
+// stops every consumer and removes it from the broker's registry (auto-delete
 // happens there). What a stopped consumer's requests still bring goes straight back.
 //
 // Decisions where RabbitMQ and the reference differ:

@@ -293,6 +293,12 @@ void client_impl::close() {
     if (sweep_timer_) sweep_timer_->cancel();
     sweep_timer_.reset();
   }
+  {
+    std::lock_guard reporting{progress_mutex_};
+    std::lock_guard lock{held_mutex_};
+    if (progress_timer_) progress_timer_->cancel();
+    progress_timer_.reset();
+  }
   if (control_) natsConnection_Close(control_.get());
   if (conn_) natsConnection_Close(conn_.get());
   inbox_sub_.reset();

@@ -19,6 +19,7 @@
 
 #include "amqp/bus/client.hpp"
 #include "completion_queue.hpp"
+#include "held_deliveries.hpp"
 #include "nats_handle.hpp"
 
 namespace amqp::bus::detail {
@@ -227,8 +228,9 @@ class client_impl final : public client {
   // wait for it (inbox.cpp, "requeue after the drain"). Then drain_finished, once.
   void drain_started(const std::shared_ptr<puller_impl>& p);
   void drain_finished(const puller_impl& p);
-  // A delivery reached this client: it is held until settled (queue_info::held_here).
-  void note_held(std::string_view queue);
+  // A delivery reached this client: it is held until settled (queue_info::held_here), and
+  // reported in progress meanwhile.
+  void note_held(std::string_view queue, std::string reply);
   void forget_puller(const puller_impl* p);
   void release_msg(msg_ptr msg) { released_.release(std::move(msg)); }
 
@@ -292,7 +294,11 @@ class client_impl final : public client {
   void drop_probe(const std::string& what);
   void delete_probe();
   std::uint64_t held(const std::string& queue) const;
-  void unhold(std::string_view queue);  // one of its deliveries was settled
+  // A delivery stops counting as held: settled, or its NAK is on its way (`sent` false: it is
+  // still reported in progress until send_nak).
+  void unhold(const std::string& reply, bool sent = true);
+  void arm_progress_locked();  // with held_mutex_
+  void report_progress();
   bus_status reclaim_queue(const std::string& queue, const std::string& step);
   // Creates a consumer of `config` on stream AMQP and deletes it again: what the create answered
   // (a probe of the server, or a count it makes at creation).
@@ -364,8 +370,11 @@ class client_impl final : public client {
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
 
   mutable std::mutex held_mutex_;
-  std::unordered_map<std::string, std::uint64_t> held_;  // by queue: received, not settled
-  std::unordered_set<std::string> unsynced_;             // queues settled since their last sync
+  held_deliveries held_;
+  std::unordered_set<std::string> unsynced_;  // queues settled since their last sync
+  bool progress_armed_ = false;
+  std::mutex progress_mutex_;  // held while reporting progress, and by close()
+  std::unique_ptr<boost::asio::steady_timer> progress_timer_;
 
   std::mutex probe_mutex_;  // one probe at a time (stream_signals.cpp)
   bool probe_created_ = false;

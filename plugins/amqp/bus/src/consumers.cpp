@@ -12,7 +12,6 @@ namespace amqp::bus::detail {
 
 namespace {
 
-constexpr std::int64_t ack_wait_ns = 5 * 60 * ns_per_second;  // five minutes (HIP-1326 §2)
 // Outstanding pull requests per queue: a few per AMQP consumer (they pipeline), plus the gets.
 // Fixed at creation (nats-server refuses to update it).
 constexpr int max_waiting_pulls = 4096;
@@ -81,7 +80,7 @@ json client_impl::consumer_config(const std::string& queue, const std::vector<st
   json config{{"durable_name", queue},
               {"deliver_policy", "new"},
               {"ack_policy", "explicit"},
-              {"ack_wait", ack_wait_ns},
+              {"ack_wait", std::chrono::nanoseconds(options_.ack_wait).count()},
               {"max_deliver", -1},
               {"max_ack_pending", -1},  // prefetch is the channel's, not the queue's (§3)
               {"max_waiting", max_waiting_pulls},
@@ -231,8 +230,8 @@ bus_result<delivery> client_impl::read_message(std::uint64_t seq) {
 // ---- reclaim at boot ------------------------------------------------------------------------
 //
 // Deliveries still awaiting an ack when the embedded bus starts belong to connections that died
-// with the previous process. Left alone, each would come back only when its five-minute ack wait
-// ran out; RabbitMQ requeues them at once. JetStream does not list a consumer's pending
+// with the previous process. Left alone, each would come back only when its ack wait ran out;
+// RabbitMQ requeues them at once. JetStream does not list a consumer's pending
 // sequences, but they lie between its ack floor and its last delivery, among the stream's
 // messages that match its filters: each of those is NAK'ed, in stream order (the order the
 // server will redeliver them in), and one that is not pending is ignored by the server.

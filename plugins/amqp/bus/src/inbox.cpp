@@ -76,11 +76,12 @@ std::string_view consumer_of(std::string_view reply) {
 
 // ---- settlement ---------------------------------------------------------------------------
 
-void client_impl::unhold(std::string_view queue) {
+void client_impl::unhold(const std::string& reply, bool sent) {
+  const std::string_view queue = consumer_of(reply);
   std::lock_guard lock{held_mutex_};
-  std::string key{queue};
-  if (auto it = held_.find(key); it != held_.end() && --it->second == 0) held_.erase(it);
-  unsynced_.insert(std::move(key));
+  held_.uncount(queue);
+  if (sent) held_.stop_reporting(reply);
+  unsynced_.emplace(queue);
 }
 
 // Sent before it stops counting as held: a count taken in between (on another thread) would
@@ -89,7 +90,7 @@ void client_impl::unhold(std::string_view queue) {
 void client_impl::settle(const std::string& reply, const char* verb) {
   if (closed_ || reply.rfind("$JS.ACK.", 0) != 0) return;
   natsConnection_PublishString(conn_.get(), reply.c_str(), verb);
-  unhold(consumer_of(reply));
+  unhold(reply);
 }
 
 void client_impl::ack(const std::string& reply) { settle(reply, "+ACK"); }
@@ -103,10 +104,7 @@ bus_status client_impl::sync_settlements(const std::string& queue, const std::st
                                          std::uint64_t* held_then) {
   {
     std::lock_guard lock{held_mutex_};
-    if (held_then != nullptr) {
-      auto it = held_.find(queue);
-      *held_then = it == held_.end() ? 0 : it->second;
-    }
+    if (held_then != nullptr) *held_then = held_.count(queue);
     if (unsynced_.erase(queue) == 0) return bus_ok();  // nothing settled since the last sync
   }
   const std::string sentinel = std::string{"$JS.ACK."} + stream_name + "." + queue + ".1.9223372036854775807.0.0.0";
@@ -150,11 +148,15 @@ void client_impl::nak(const std::string& reply) {
     }
     arm_sweep();
   }
-  unhold(queue);
+  unhold(reply, /*sent=*/false);
   if (!gated) send_nak(id, reply);
 }
 
 void client_impl::send_nak(std::uint64_t id, const std::string& reply) {
+  {
+    std::lock_guard lock{held_mutex_};
+    held_.stop_reporting(reply);
+  }
   const std::string answer = inbox_ + ".n." + std::to_string(id);
   if (natsConnection_PublishRequestString(conn_.get(), reply.c_str(), answer.c_str(), "-NAK") != NATS_OK)
     nak_answered(id);  // not sent: nothing to wait for (the ack wait brings the message back)
@@ -276,8 +278,12 @@ bus_status client_impl::start_inbox() {
     if (s == NATS_OK) s = natsConnection_FlushTimeout(conn, request_timeout_ms());
     if (s != NATS_OK) return nats_failure(step, s);
   }
-  std::lock_guard lock{mutex_};
-  sweep_timer_ = std::make_unique<boost::asio::steady_timer>(workers_->get_executor());
+  {
+    std::lock_guard lock{mutex_};
+    sweep_timer_ = std::make_unique<boost::asio::steady_timer>(workers_->get_executor());
+  }
+  std::lock_guard lock{held_mutex_};
+  progress_timer_ = std::make_unique<boost::asio::steady_timer>(workers_->get_executor());
   return bus_ok();
 }
 

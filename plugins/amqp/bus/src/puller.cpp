@@ -194,7 +194,7 @@ void puller_impl::on_msg(natsConnection*, natsSubscription*, natsMsg* raw, void*
   const auto* box = static_cast<std::shared_ptr<inbox_box>*>(closure)->get();
   auto owner = box->owner.lock();
   arrival a = read_arrival(msg.get());
-  if (a.message && owner) owner->note_held(box->queue);
+  if (a.message && owner) owner->note_held(box->queue, a.message->reply);
   if (auto p = box->puller.lock()) {
     const auto ex = p->ex_;
     boost::asio::post(ex, [p = std::move(p), generation = box->generation, a = std::move(a)]() mutable {
@@ -552,15 +552,44 @@ void client_impl::resume(const std::string& queue) {
   (void)ask_nothing(queue, "");
 }
 
-void client_impl::note_held(std::string_view queue) {
+void client_impl::note_held(std::string_view queue, std::string reply) {
   std::lock_guard lock{held_mutex_};
-  ++held_[std::string{queue}];
+  held_.add(queue, std::move(reply));
+  arm_progress_locked();
 }
 
 std::uint64_t client_impl::held(const std::string& queue) const {
   std::lock_guard lock{held_mutex_};
-  auto it = held_.find(queue);
-  return it == held_.end() ? 0 : it->second;
+  return held_.count(queue);
+}
+
+// A delivery held longer than its consumer's ack wait would be sent to another consumer while
+// its holder still has it; a progress report (+WPI, replicated to the consumer's followers)
+// restarts the wait. A sixth of it apart leaves an election's worth of margin.
+void client_impl::arm_progress_locked() {
+  if (progress_armed_ || !progress_timer_ || !held_.reporting()) return;
+  progress_armed_ = true;
+  progress_timer_->expires_after(std::chrono::duration_cast<std::chrono::milliseconds>(options_.ack_wait) / 6);
+  progress_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) static_cast<client_impl*>(self.get())->report_progress();
+  });
+}
+
+void client_impl::report_progress() {
+  std::lock_guard reporting{progress_mutex_};  // close() waits for it before it closes conn_
+  std::vector<std::string> due;
+  {
+    std::lock_guard lock{held_mutex_};
+    progress_armed_ = false;
+    due = held_.due();
+    arm_progress_locked();
+  }
+  // Sent after a settlement of the same delivery (another thread's), a report changes nothing.
+  for (const auto& reply : due) {
+    if (closed_) return;
+    natsConnection_PublishString(conn_.get(), reply.c_str(), "+WPI");
+  }
 }
 
 }  // namespace amqp::bus::detail

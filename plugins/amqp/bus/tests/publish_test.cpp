@@ -19,9 +19,10 @@ struct harness {
   std::shared_ptr<client> bus;
   boost::asio::io_context io;
 
-  explicit harness(std::size_t max_in_flight = 4096) {
+  explicit harness(std::size_t max_in_flight = 4096, std::chrono::seconds ack_wait = client_options{}.ack_wait) {
     auto o = options_for(server.url());
     o.max_publish_in_flight = max_in_flight;
+    o.ack_wait = ack_wait;
     auto c = client::open(o);
     REQUIRE_MESSAGE(c.ok(), c.error().text);
     bus = *c;
@@ -63,7 +64,10 @@ struct collector {
   std::deque<delivery>& deliveries = state->deliveries;
   std::deque<pull_event>& events = state->events;
   std::shared_ptr<puller> p;
-  collector(harness& h, const std::string& queue, queue_sharing sharing = queue_sharing::all_consumers) {
+  collector(harness& h, const std::string& queue, queue_sharing sharing = queue_sharing::all_consumers)
+      : collector(*h.bus, h.io, queue, sharing) {}
+  collector(client& bus, boost::asio::io_context& io, const std::string& queue,
+            queue_sharing sharing = queue_sharing::all_consumers) {
     puller_callbacks cb;
     cb.on_delivery = [s = state](delivery d) {
       s->delivered_after_stop = s->delivered_after_stop || s->stopped;
@@ -71,7 +75,7 @@ struct collector {
     };
     cb.on_event = [s = state](pull_event e) { s->events.push_back(std::move(e)); };
     cb.on_stopped = [s = state] { s->stopped = true; };
-    p = h.bus->make_puller(queue, h.io.get_executor(), std::move(cb), sharing);
+    p = bus.make_puller(queue, io.get_executor(), std::move(cb), sharing);
   }
   bool stopped() const { return state->stopped; }
 };
@@ -600,6 +604,48 @@ TEST_CASE("reclaim at open: unacked deliveries of a dead process come back at on
   CHECK(pull_bodies(h, "jobs", 5) == std::vector<std::string>{"m1", "m3", "m5", "m6", "m7"});
   CHECK(pull_bodies(h, "other", 8).size() == 8);  // untouched: it had delivered nothing
   (*reopened)->close();
+}
+
+TEST_CASE("a delivery held past its ack wait is not redelivered; one whose holder is gone comes back after it") {
+  harness h(4096, 2s);
+  REQUIRE(h.bus->ensure_queue_consumer("held", {"amqp.d.held"}).ok());
+  REQUIRE(h.publish_one("amqp.d.held", "", "kept").ok());
+  collector holder(h, "held");
+  holder.p->request(1, 2s);
+  REQUIRE(h.run_until([&] { return holder.deliveries.size() == 1; }));
+
+  // Another puller asks for three ack waits and more: the held message stays its holder's.
+  collector other(h, "held");
+  other.p->request(1, 7s);
+  REQUIRE(h.run_until([&] { return !other.events.empty(); }, 10s));
+  CHECK(other.deliveries.empty());
+  CHECK(other.events.front().status == pull_status::request_expired);
+  const auto info = h.server.api("CONSUMER.INFO.AMQP.held");
+  CHECK(info["num_ack_pending"] == 1);
+  CHECK(info["num_redelivered"] == 0);
+
+  // A second client takes the next message and goes without settling it, as a process that dies.
+  REQUIRE(h.publish_one("amqp.d.held", "", "orphan").ok());
+  auto o = options_for(h.server.url());
+  o.ack_wait = 2s;
+  auto gone = client::open(o);
+  REQUIRE_MESSAGE(gone.ok(), gone.error().text);
+  {
+    collector taker(**gone, h.io, "held");
+    taker.p->request(1, 2s);
+    REQUIRE(h.run_until([&] { return taker.deliveries.size() == 1; }));
+    CHECK(taker.deliveries[0].body == "orphan");
+    (*gone)->close();
+  }
+  other.p->request(1, 6s);
+  REQUIRE(h.run_until([&] { return !other.deliveries.empty(); }, 8s));
+  CHECK(other.deliveries[0].body == "orphan");
+  CHECK(other.deliveries[0].delivered == 2);
+  h.bus->ack(other.deliveries[0].reply);
+  h.bus->ack(holder.deliveries[0].reply);
+  REQUIRE(h.run_until([&] { return h.stream_messages() == 0; }));
+  holder.p->stop();
+  other.p->stop();
 }
 
 TEST_CASE("direct messages: received by a subscriber, said so; to nobody, said so; nothing stored") {

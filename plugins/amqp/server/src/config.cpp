@@ -42,16 +42,20 @@ config_result read_config(const env_lookup& env) {
   }
   const struct {
     const char* variable;
+    std::uint64_t least;
     std::uint64_t most;
     std::chrono::seconds& field;
-  } durations[] = {{"CLOUD_AMQP_HANDSHAKE_TIMEOUT", 3600, config.handshake_timeout},
-                   {"CLOUD_AMQP_PUBLISH_TIMEOUT", 120, config.publish_timeout},
-                   {"CLOUD_AMQP_BUS_TIMEOUT", 300, config.bus_timeout}};
+  } durations[] = {{"CLOUD_AMQP_HANDSHAKE_TIMEOUT", 1, 3600, config.handshake_timeout},
+                   {"CLOUD_AMQP_PUBLISH_TIMEOUT", 1, 120, config.publish_timeout},
+                   {"CLOUD_AMQP_BUS_TIMEOUT", 1, 300, config.bus_timeout},
+                   {"CLOUD_AMQP_ACK_WAIT", 6, 300, config.ack_wait}};
   for (const auto& d : durations) {
     auto text = env(d.variable);
     if (!text) continue;
-    auto value = parse_unsigned(*text, 1, d.most);
-    if (!value) return refusal(d.variable, *text, "whole seconds from 1 to " + std::to_string(d.most));
+    auto value = parse_unsigned(*text, d.least, d.most);
+    if (!value)
+      return refusal(d.variable, *text,
+                     "whole seconds from " + std::to_string(d.least) + " to " + std::to_string(d.most));
     d.field = std::chrono::seconds{*value};
   }
   if (auto replicas = env("CLOUD_AMQP_REPLICAS")) {

@@ -26,6 +26,10 @@ struct server_config {
   std::chrono::seconds publish_timeout{30};
   // CLOUD_AMQP_BUS_TIMEOUT (seconds, 1..300): each bus request (a declare, a count, a get).
   std::chrono::seconds bus_timeout{5};
+  // CLOUD_AMQP_ACK_WAIT (seconds, 6..300): how long an unacknowledged delivery whose holder is
+  // gone (its process died, or it was lost in flight when a bus node died) stays away from its
+  // queue. A delivery a live client holds is never redelivered, however long it is held.
+  std::chrono::seconds ack_wait{30};
 };
 
 // Looks a variable up; nullopt when unset.

@@ -106,6 +106,7 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     options.replicas = cfg.replicas.value_or(embedded ? 1 : 0);
     options.publish_timeout = cfg.publish_timeout;
     options.request_timeout = cfg.bus_timeout;
+    options.ack_wait = cfg.ack_wait;
     auto opened = bus::client::open(options);
     if (!opened) return failed("bus", opened.error().text);
     bus_ = std::move(*opened);

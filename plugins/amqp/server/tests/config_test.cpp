@@ -48,7 +48,8 @@ TEST_CASE("every variable is read") {
                                {"CLOUD_AMQP_HANDSHAKE_TIMEOUT", "3"},
                                {"CLOUD_AMQP_REPLICAS", "5"},
                                {"CLOUD_AMQP_PUBLISH_TIMEOUT", "120"},
-                               {"CLOUD_AMQP_BUS_TIMEOUT", "1"}}));
+                               {"CLOUD_AMQP_BUS_TIMEOUT", "1"},
+                               {"CLOUD_AMQP_ACK_WAIT", "6"}}));
   std::filesystem::remove(creds);
   REQUIRE(std::holds_alternative<server_config>(r));
   const auto& c = std::get<server_config>(r);
@@ -59,12 +60,14 @@ TEST_CASE("every variable is read") {
   CHECK(c.replicas == 5);
   CHECK(c.publish_timeout == std::chrono::seconds(120));
   CHECK(c.bus_timeout == std::chrono::seconds(1));
+  CHECK(c.ack_wait == std::chrono::seconds(6));
 }
 
 TEST_CASE("the bus's bounds outside their ranges are refused naming the variable and the value") {
   const std::pair<const char*, const char*> cases[] = {
       {"CLOUD_AMQP_PUBLISH_TIMEOUT", "0"}, {"CLOUD_AMQP_PUBLISH_TIMEOUT", "121"},
       {"CLOUD_AMQP_BUS_TIMEOUT", "0"},     {"CLOUD_AMQP_BUS_TIMEOUT", "5s"},
+      {"CLOUD_AMQP_ACK_WAIT", "5"},        {"CLOUD_AMQP_ACK_WAIT", "301"},
   };
   for (const auto& [variable, value] : cases) {
     CAPTURE(variable);

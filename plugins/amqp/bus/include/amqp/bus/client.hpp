@@ -49,10 +49,15 @@ struct client_options {
   // since the first send; each publish carries a Nats-Msg-Id, so the stream stores it once.
   std::chrono::milliseconds publish_attempt_timeout{2000};
   std::chrono::milliseconds request_timeout{5000};   // each blocking JetStream API call
+  // Every queue consumer's ack wait: a delivery nobody holds any more (lost in flight to a
+  // consumer leader that died, or held by a process that died) goes back to its queue after
+  // this long. One this client holds is kept from it by a progress report every sixth of it,
+  // however long it is held.
+  std::chrono::seconds ack_wait{30};
   int worker_threads = 2;                             // the run_blocking pool
   // The bus started with this process (pubsub's embedded server): deliveries still awaiting an
   // ack at boot belong to sessions that died with the previous process, so they are handed back
-  // (NAK) now instead of after the five-minute ack wait. Never set for a shared bus: live
+  // (NAK) now instead of after the ack wait. Never set for a shared bus: live
   // replicas hold those.
   bool reclaim_unacked = false;
 };
@@ -234,7 +239,7 @@ class client : public std::enable_shared_from_this<client> {
 
   // ---- queues (blocking) ---------------------------------------------------------------
   // Create or update in place the durable pull consumer `queue` on stream AMQP (DeliverNew,
-  // AckExplicit, AckWait 5 min, MaxAckPending unbounded) with `filters` as its filter_subjects:
+  // AckExplicit, AckWait options.ack_wait, MaxAckPending unbounded) with `filters` as its filter_subjects:
   // normalized by the caller (subsumed, deduplicated, sorted), at least one. Fails with kind
   // conflict when the server's returned config does not carry exactly them (another writer's
   // update came in between: read the bindings again and retry).
