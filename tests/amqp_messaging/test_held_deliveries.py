@@ -1,8 +1,9 @@
 """What a consumer holds unacknowledged stays its own however long it holds it, and what a `cloud`
 process held when it died goes back to the queue after the ack wait (CLOUD_AMQP_ACK_WAIT), as
-RabbitMQ requeues what a lost connection held. Two `cloud` processes on one bus of the test's own,
-with the shortest ack wait, through pika. Runs on the pinned nats-server and, as its .floor twin,
-on the floor.
+RabbitMQ requeues what a lost connection held; a process booting with another ack wait gives it
+to the queues already declared. Two `cloud` processes on one bus of the test's own, with the
+shortest ack wait, through pika. Runs on the pinned nats-server and, as its .floor twin, on the
+floor.
 """
 import signal
 import time
@@ -61,7 +62,7 @@ class HeldDeliveries(unittest.TestCase):
         bus = cls.enterClassContext(cloudtest.NatsServer())
         env = {"CLOUD_PUBSUB_URL": bus.url, "CLOUD_AMQP_ACK_WAIT": str(ACK_WAIT)}
         cls.keeper = cls.enterClassContext(cloudtest.Cloud(env=env))
-        cls.bus_url = bus.url
+        cls.bus = bus
         cls.env = env
 
     def setUp(self):
@@ -110,6 +111,18 @@ class HeldDeliveries(unittest.TestCase):
         for _, _, tag in heir.got:
             heir.ch.basic_ack(tag)
         self.assertEqual(self.ch.queue_declare(self.queue, passive=True).method.message_count, 0)
+
+    def test_a_queue_declared_under_another_ack_wait_gets_this_one_at_boot(self):
+        def ack_wait_of(queue):
+            return self.bus.api(f"CONSUMER.INFO.AMQP.{queue}")["config"]["ack_wait"] // 1_000_000_000
+
+        self.assertEqual(ack_wait_of(self.queue), ACK_WAIT)
+        with cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": self.bus.url, "CLOUD_AMQP_ACK_WAIT": "45"}) as other:
+            self.assertEqual(ack_wait_of(self.queue), 45)
+            self.assertNotIn("keeps its previous ack wait", other.log)
+        with cloudtest.Cloud(env=self.env):
+            self.assertEqual(ack_wait_of(self.queue), ACK_WAIT)
+
 
 if __name__ == "__main__":
     unittest.main()

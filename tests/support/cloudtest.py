@@ -375,6 +375,14 @@ class NatsServer:
         shutil.rmtree(self.tmp, ignore_errors=True)
         return False
 
+    def api(self, subject, body=None):
+        """A JetStream API request (test-side inspection)."""
+        raw = NatsRaw(self.port, timeout=5)
+        try:
+            return raw.api(subject, body)
+        finally:
+            raw.close()
+
 
 class NatsCluster:
     """`size` nats-servers clustered on loopback (JetStream on each), every one with its own

@@ -149,6 +149,7 @@ void broker::open() {
   if (!watch) throw std::runtime_error("topology watch on bucket amqp: " + watch.error().text);
   watch_ = std::move(*watch);
   sweep_leftovers();
+  converge_ack_waits();
   boost::asio::post(mirror_strand_, [weak] {
     if (auto self = weak.lock()) self->narrow_windows_soon();
   });
@@ -207,6 +208,19 @@ void broker::sweep_leftovers() {
     }
   }
   leftovers_.clear();
+}
+
+// A queue that keeps another ack wait is still served right (held deliveries are reported in
+// progress often enough for any), so a failure here is a warning, not a failed boot.
+void broker::converge_ack_waits() {
+  auto queues = bus_->queues_with_other_ack_wait();
+  if (!queues) return warn("the queues' ack wait (CLOUD_AMQP_ACK_WAIT) is not applied to existing queues: " +
+                           queues.error().text);
+  for (const auto& queue : *queues) {
+    if (auto failed = store::converge_consumer(*this, queue))
+      warn("queue '" + queue + "' keeps its previous ack wait (CLOUD_AMQP_ACK_WAIT): " + failed->text +
+           "; it is applied at the queue's next binding change or this process's next start");
+  }
 }
 
 void broker::stop() {

@@ -170,6 +170,7 @@ class client_impl final : public client {
   bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters,
                                    queue_sharing sharing) override;
   bus_status delete_queue_consumer(const std::string& queue) override;
+  bus_result<std::vector<std::string>> queues_with_other_ack_wait() override;
   bus_result<bus::queue_info> queue_info(const std::string& queue) override;
   bus_result<bus::queue_info> peek_queue(const std::string& queue) override;
   bool publishes_uncounted() const override { return counts_behind_; }

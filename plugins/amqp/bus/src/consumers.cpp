@@ -126,6 +126,28 @@ bus_status client_impl::delete_queue_consumer(const std::string& queue) {
   return bus_ok();
 }
 
+// Queue consumers are the stream's durable ones with no inactive threshold; the probes and
+// counts this client makes for a moment each have one.
+bus_result<std::vector<std::string>> client_impl::queues_with_other_ack_wait() {
+  const std::string step = "list the queues' consumers";
+  const auto wanted = std::chrono::nanoseconds(options_.ack_wait).count();
+  std::vector<std::string> out;
+  for (std::uint64_t offset = 0;;) {
+    auto page = api(step, std::string{"CONSUMER.LIST."} + stream_name, json{{"offset", offset}});
+    if (!page) return page.error();
+    const json infos = page->value("consumers", json::array());
+    for (const auto& info : infos) {
+      const json config = info.value("config", json::object());
+      const auto name = config.value("durable_name", std::string{});
+      if (name.empty() || config.value("inactive_threshold", std::int64_t{0}) != 0) continue;
+      if (config.value("ack_wait", std::int64_t{0}) != wanted) out.push_back(name);
+    }
+    offset += infos.size();
+    if (infos.empty() || offset >= page->value("total", std::uint64_t{0})) break;
+  }
+  return out;
+}
+
 bus_result<bus::queue_info> client_impl::queue_info(const std::string& queue) {
   const std::string step = consumer_step("inspect", queue);
   if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word");

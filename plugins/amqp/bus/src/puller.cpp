@@ -565,11 +565,13 @@ std::uint64_t client_impl::held(const std::string& queue) const {
 
 // A delivery held longer than its consumer's ack wait would be sent to another consumer while
 // its holder still has it; a progress report (+WPI, replicated to the consumer's followers)
-// restarts the wait. A sixth of it apart leaves an election's worth of margin.
+// restarts the wait. Reported every sixth of the shortest ack wait any replica may give a queue
+// (CLOUD_AMQP_ACK_WAIT, 6 s at least), whatever this one's: an election's worth of margin.
 void client_impl::arm_progress_locked() {
+  constexpr std::chrono::seconds progress_period{1};
   if (progress_armed_ || !progress_timer_ || !held_.reporting()) return;
   progress_armed_ = true;
-  progress_timer_->expires_after(std::chrono::duration_cast<std::chrono::milliseconds>(options_.ack_wait) / 6);
+  progress_timer_->expires_after(progress_period);
   progress_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
     if (ec) return;
     if (auto self = weak.lock()) static_cast<client_impl*>(self.get())->report_progress();

@@ -51,8 +51,8 @@ struct client_options {
   std::chrono::milliseconds request_timeout{5000};   // each blocking JetStream API call
   // Every queue consumer's ack wait: a delivery nobody holds any more (lost in flight to a
   // consumer leader that died, or held by a process that died) goes back to its queue after
-  // this long. One this client holds is kept from it by a progress report every sixth of it,
-  // however long it is held.
+  // this long. One this client holds is kept from it by a progress report every second, however
+  // long it is held, so that no ack wait of 6 s or more (another replica's) runs out on it.
   std::chrono::seconds ack_wait{30};
   int worker_threads = 2;                             // the run_blocking pool
   // The bus started with this process (pubsub's embedded server): deliveries still awaiting an
@@ -248,6 +248,10 @@ class client : public std::enable_shared_from_this<client> {
   virtual bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters,
                                            queue_sharing sharing = queue_sharing::all_consumers) = 0;
   virtual bus_status delete_queue_consumer(const std::string& queue) = 0;  // not found is ok
+  // Blocking. The queues whose consumer has an ack wait other than options.ack_wait (made
+  // before it was set, or by a replica set otherwise): the caller converges each
+  // (ensure_queue_consumer with the queue's own filters).
+  virtual bus_result<std::vector<std::string>> queues_with_other_ack_wait() = 0;
   // The consumer's counts once the server has applied every settlement this client sent for
   // the queue before the call (acks and pulls travel separate server queues: DESIGN §5), and
   // counted every publish this client had confirmed (count_publishes).
