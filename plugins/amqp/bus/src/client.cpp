@@ -293,11 +293,9 @@ void client_impl::close() {
     if (sweep_timer_) sweep_timer_->cancel();
     sweep_timer_.reset();
   }
-  {
-    std::lock_guard reporting{progress_mutex_};
-    std::lock_guard lock{held_mutex_};
-    if (progress_timer_) progress_timer_->cancel();
-    progress_timer_.reset();
+  if (progress_thread_.joinable()) {
+    progress_thread_.request_stop();
+    progress_thread_.join();
   }
   if (control_) natsConnection_Close(control_.get());
   if (conn_) natsConnection_Close(conn_.get());

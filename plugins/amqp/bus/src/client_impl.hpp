@@ -13,6 +13,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <stop_token>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 #include <unordered_set>
@@ -298,7 +300,7 @@ class client_impl final : public client {
   // A delivery stops counting as held: settled, or its NAK is on its way (`sent` false: it is
   // still reported in progress until send_nak).
   void unhold(const std::string& reply, bool sent = true);
-  void arm_progress_locked();  // with held_mutex_
+  void report_progress_until(std::stop_token stop);  // progress_thread_
   void report_progress();
   bus_status reclaim_queue(const std::string& queue, const std::string& step);
   // Creates a consumer of `config` on stream AMQP and deletes it again: what the create answered
@@ -373,9 +375,6 @@ class client_impl final : public client {
   mutable std::mutex held_mutex_;
   held_deliveries held_;
   std::unordered_set<std::string> unsynced_;  // queues settled since their last sync
-  bool progress_armed_ = false;
-  std::mutex progress_mutex_;  // held while reporting progress, and by close()
-  std::unique_ptr<boost::asio::steady_timer> progress_timer_;
 
   std::mutex probe_mutex_;  // one probe at a time (stream_signals.cpp)
   bool probe_created_ = false;
@@ -387,6 +386,8 @@ class client_impl final : public client {
   bool retry_publishes_ = false;  // replicas_ > 1: a stream leader may fail over (client_options)
   std::atomic<std::uint64_t> next_id_{1};
   std::atomic<bool> closed_{false};
+  // Last: stopped and joined first, before anything it uses goes (close() stops it earlier).
+  std::jthread progress_thread_;
 };
 
 }  // namespace amqp::bus::detail

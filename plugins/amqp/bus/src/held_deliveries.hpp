@@ -29,7 +29,6 @@ class held_deliveries {
     auto it = counts_.find(queue);
     return it == counts_.end() ? 0 : it->second;
   }
-  bool reporting() const { return !recent_.empty() || !older_.empty(); }
   // Called once a period: the ack subjects held since the previous call at least, each to be
   // reported in progress. A delivery is so reported within two periods of its arrival, and
   // then every period.

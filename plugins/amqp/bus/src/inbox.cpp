@@ -282,8 +282,7 @@ bus_status client_impl::start_inbox() {
     std::lock_guard lock{mutex_};
     sweep_timer_ = std::make_unique<boost::asio::steady_timer>(workers_->get_executor());
   }
-  std::lock_guard lock{held_mutex_};
-  progress_timer_ = std::make_unique<boost::asio::steady_timer>(workers_->get_executor());
+  progress_thread_ = std::jthread{[this](std::stop_token stop) { report_progress_until(stop); }};
   return bus_ok();
 }
 

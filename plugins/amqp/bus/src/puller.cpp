@@ -555,7 +555,6 @@ void client_impl::resume(const std::string& queue) {
 void client_impl::note_held(std::string_view queue, std::string reply) {
   std::lock_guard lock{held_mutex_};
   held_.add(queue, std::move(reply));
-  arm_progress_locked();
 }
 
 std::uint64_t client_impl::held(const std::string& queue) const {
@@ -566,26 +565,22 @@ std::uint64_t client_impl::held(const std::string& queue) const {
 // A delivery held longer than its consumer's ack wait would be sent to another consumer while
 // its holder still has it; a progress report (+WPI, replicated to the consumer's followers)
 // restarts the wait. Reported every sixth of the shortest ack wait any replica may give a queue
-// (CLOUD_AMQP_ACK_WAIT, 6 s at least), whatever this one's: an election's worth of margin.
-void client_impl::arm_progress_locked() {
+// (CLOUD_AMQP_ACK_WAIT, 6 s at least), whatever this one's: an election's worth of margin. On a
+// thread of its own, so that blocking requests on the worker pool cannot hold a report back.
+void client_impl::report_progress_until(std::stop_token stop) {
   constexpr std::chrono::seconds progress_period{1};
-  if (progress_armed_ || !progress_timer_ || !held_.reporting()) return;
-  progress_armed_ = true;
-  progress_timer_->expires_after(progress_period);
-  progress_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-    if (ec) return;
-    if (auto self = weak.lock()) static_cast<client_impl*>(self.get())->report_progress();
-  });
+  std::mutex mutex;
+  std::condition_variable_any wake;
+  std::unique_lock lock{mutex};
+  while (!wake.wait_for(lock, stop, progress_period, [] { return false; }) && !stop.stop_requested())
+    report_progress();
 }
 
 void client_impl::report_progress() {
-  std::lock_guard reporting{progress_mutex_};  // close() waits for it before it closes conn_
   std::vector<std::string> due;
   {
     std::lock_guard lock{held_mutex_};
-    progress_armed_ = false;
     due = held_.due();
-    arm_progress_locked();
   }
   // Sent after a settlement of the same delivery (another thread's), a report changes nothing.
   for (const auto& reply : due) {
