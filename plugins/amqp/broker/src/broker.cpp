@@ -149,7 +149,11 @@ void broker::open() {
   if (!watch) throw std::runtime_error("topology watch on bucket amqp: " + watch.error().text);
   watch_ = std::move(*watch);
   sweep_leftovers();
-  converge_ack_waits();
+  // Off the boot: after an upgrade there may be more queues to converge than the startup window
+  // has room for, and until then each keeps a working ack wait of its own.
+  boost::asio::post(bus_executor(), [weak] {
+    if (auto self = weak.lock()) self->converge_ack_waits();
+  });
   boost::asio::post(mirror_strand_, [weak] {
     if (auto self = weak.lock()) self->narrow_windows_soon();
   });
@@ -211,7 +215,7 @@ void broker::sweep_leftovers() {
 }
 
 // A queue that keeps another ack wait is still served right (held deliveries are reported in
-// progress often enough for any), so a failure here is a warning, not a failed boot.
+// progress often enough for any), so a failure here is only a warning.
 void broker::converge_ack_waits() {
   auto queues = bus_->queues_with_other_ack_wait();
   if (!queues) return warn("the queues' ack wait (CLOUD_AMQP_ACK_WAIT) is not applied to existing queues: " +

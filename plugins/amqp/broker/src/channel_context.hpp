@@ -181,7 +181,8 @@ class broker : public std::enable_shared_from_this<broker> {
                       std::vector<std::weak_ptr<channel_context>> channels);
   void sweep_leftovers();
   // Gives every queue consumer this process's ack wait (bus::client_options::ack_wait), so that
-  // CLOUD_AMQP_ACK_WAIT holds for queues declared before it was set too.
+  // CLOUD_AMQP_ACK_WAIT holds for queues declared before it was set too. Blocking: run once,
+  // on the bus's worker pool, soon after open.
   void converge_ack_waits();
   // Once a second, off the io threads, the windowed queues' routes are narrowed to what their
   // consumers have not passed (store::narrow_windows), so that delivery soon costs nothing again.
