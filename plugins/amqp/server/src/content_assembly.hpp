@@ -41,6 +41,8 @@ class content_assembly {
   void reset();
 
   std::uint64_t declared_size() const noexcept { return body_size_; }
+  // Room the body's buffer holds: what a declaration has made the server allocate.
+  std::size_t reserved() const noexcept { return current_.body.capacity(); }
 
  private:
   expecting state_ = expecting::nothing;

@@ -67,7 +67,33 @@ TEST_CASE("a 4 GiB declaration does not allocate") {
   a.begin(publish_to("k"));
   // Limit above the declaration: the body grows only as octets arrive.
   CHECK(a.on_header(std::uint64_t{4} << 30, octets("\x00\x00"), std::uint64_t{8} << 30) == outcome::incomplete);
+  CHECK(a.reserved() <= 64 * 1024);
   CHECK(a.on_body(octets("abc")) == outcome::incomplete);
+  CHECK(a.reserved() <= 64 * 1024);
+}
+
+TEST_CASE("a large body's buffer grows with what arrived, at most four times it, and moves at most twice") {
+  content_assembly a;
+  a.begin(publish_to("k"));
+  constexpr std::size_t body_size = 1 << 20;
+  constexpr std::size_t frame = 131072 - 8;  // a body frame at the default frame_max
+  CHECK(a.on_header(body_size, octets("\x00\x00"), std::uint64_t{8} << 20) == outcome::incomplete);
+  const std::vector<std::uint8_t> chunk(frame, 'x');
+  std::size_t sent = 0;
+  std::size_t growths = 0;
+  std::size_t room = a.reserved();
+  while (body_size - sent > frame) {
+    CHECK(a.on_body(chunk) == outcome::incomplete);
+    sent += frame;
+    CHECK(a.reserved() <= 4 * sent);
+    if (a.reserved() != room) ++growths;
+    room = a.reserved();
+  }
+  const std::vector<std::uint8_t> last(body_size - sent, 'y');
+  CHECK(a.on_body(last) == outcome::complete);
+  if (a.reserved() != room) ++growths;
+  CHECK(growths <= 2);  // the first growth has nothing to move yet
+  CHECK(a.take().body.size() == body_size);
 }
 
 TEST_CASE("body frames beyond the declared size are an overrun") {
