@@ -352,7 +352,7 @@ def stop_process(proc):
 
 class NatsServer:
     """A nats-server of the test's own (for CLOUD_PUBSUB_URL), stopped by PID. `binary`: which
-    one (default NATS_SERVER, the server this test runs on)."""
+    one (default NATS_SERVER, the server this test runs on); `log()` is what it wrote."""
 
     def __init__(self, binary=None):
         self.binary = binary or NATS_SERVER
@@ -360,10 +360,12 @@ class NatsServer:
         self.port = free_port()
         self.url = f"nats://127.0.0.1:{self.port}"
         self.proc = None
+        self.log_path = os.path.join(self.tmp, "server.log")
 
     def __enter__(self):
         self.proc = subprocess.Popen(
-            [self.binary, "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", self.tmp],
+            [self.binary, "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", os.path.join(self.tmp, "store"),
+             "-l", self.log_path],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_until(lambda: Cloud._accepts(self.port), 20):
             self.__exit__(None, None, None)
@@ -374,6 +376,10 @@ class NatsServer:
         stop_process(self.proc)
         shutil.rmtree(self.tmp, ignore_errors=True)
         return False
+
+    def log(self):
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
 
     def api(self, subject, body=None):
         """A JetStream API request (test-side inspection)."""

@@ -43,16 +43,18 @@ void consumer::start() {
 
 // What to ask for now. A consumer's window is what it may have asked for at once: its prefetch,
 // its fair share of a channel-wide prefetch (an idle queue's open requests must not hold all of
-// the channel's credit while another queue has messages waiting), at most max_pull_window.
+// the channel's credit while another queue has messages waiting), at most max_pull_window and
+// what the bus may have on its way at once in bytes (puller::window_in_bytes).
 // It asks once half its window is free, so that requests stay few and large; `top_up` asks for
 // whatever is free.
 std::uint32_t consumer::wanted(bool top_up) const {
   const std::uint32_t asked = puller_->asked();
+  const std::uint32_t most = std::min(max_pull_window, puller_->window_in_bytes());
   if (options_.no_ack) {
     // Unbounded by protocol (§3): the socket is what bounds it (wait_for_socket).
-    return asked <= max_pull_window / 2 ? max_pull_window - asked : 0;
+    return asked <= most / 2 ? most - asked : 0;
   }
-  std::uint32_t window = own_.limit == 0 ? max_pull_window : std::min<std::uint32_t>(own_.limit, max_pull_window);
+  std::uint32_t window = own_.limit == 0 ? most : std::min<std::uint32_t>(own_.limit, most);
   std::uint32_t free = own_.available(max_pull_window);
   if (global_->limit != 0) {
     std::uint32_t bounded = 0;
@@ -134,6 +136,7 @@ void consumer::on_event(const bus::pull_event& e) {
     case bus::pull_status::no_messages:
     case bus::pull_status::request_expired:
     case bus::pull_status::lost:      // its inbox was replaced: ask again on the new one
+    case bus::pull_status::bytes_reached:
     case bus::pull_status::pin_lost:  // another consumer is the active one now: wait in line
       pump_consumers(*channel_);
       return;

@@ -1,5 +1,6 @@
 // client::open (the mount steps in order), pipelined publishing and close.
 #include <boost/asio/post.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -25,6 +26,11 @@ bus_result<std::shared_ptr<client>> client::open(const client_options& options) 
 }
 
 std::int64_t client::max_payload() const { return max_payload_; }
+std::int64_t client::request_max_bytes() const {
+  constexpr std::int64_t at_least = 16 << 20;
+  constexpr std::int64_t delivery_overhead = 64 << 10;  // the subject and ack subject beside a message
+  return std::max(at_least, max_payload_ + delivery_overhead);
+}
 int client::replicas() const { return replicas_; }
 bool client::overlapping_filters() const { return overlapping_filters_; }
 bool client::exact_filtered_counts() const { return overlapping_filters_; }

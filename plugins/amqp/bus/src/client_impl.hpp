@@ -49,6 +49,8 @@ struct arrival {
   pull_event status;  // when !message; code 100 is a heartbeat
   std::optional<std::uint32_t> unfilled;  // the status's Nats-Pending-Messages, when it has one
   std::string pin;  // a message's Nats-Pin-Id: the pin the server gave its request's puller
+  std::size_t bytes = 0;  // a message's size as the server counts it against max_bytes, near enough
+  bool filled = false;    // 409 Batch Completed: a request with bytes to spare got all its messages
 };
 arrival read_arrival(natsMsg* msg);
 // A message's subject, AMQP properties (decoded from Amqp-Props) and body.
@@ -70,6 +72,7 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   bus_status start();
   void request(std::uint32_t batch, std::chrono::milliseconds expires) override;
   std::uint32_t asked() const override { return asked_; }
+  std::uint32_t window_in_bytes() const override;
   void stop() override;
   const std::string& queue() const override { return queue_; }
 
@@ -105,6 +108,7 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   void send(const wanted& w);
   void handle(std::uint32_t generation, arrival a);
   void unfill(inbox_count& count, std::uint32_t n);
+  void note_size(std::size_t bytes);
   void drained(std::uint32_t generation);
   void drain_current();
   void rotate();
@@ -132,6 +136,10 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   bool dead_requests_ = false;  // a drained inbox had requests open: the server may still list them
   bool gated_ = false;          // stop() drained with requests open: the client holds the queue's NAKs
   std::uint32_t asked_ = 0;
+  // The largest message of the current and of the previous run of recent_run deliveries.
+  std::size_t largest_now_ = 0;
+  std::size_t largest_before_ = 0;
+  std::uint32_t run_ = 0;
   bool stopping_ = false;
   bool stopped_ = false;
   boost::asio::steady_timer watchdog_;

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <charconv>
 #include <ctime>
+#include <limits>
+#include <utility>
 
 #include "client_impl.hpp"
 #include "error.hpp"
@@ -47,6 +49,7 @@ pull_event status_event(int code, std::string description) {
   if (code == 409) {
     const bool limits = description.find("xceeded") != std::string::npos;
     st = limits ? pull_status::exceeded_limits : pull_status::consumer_gone;
+    if (description == "Message Size Exceeds MaxBytes") st = pull_status::bytes_reached;
   }
   if (code == 503) st = pull_status::consumer_gone;  // no responders: the consumer does not exist
   if (code == 423) st = pull_status::pin_lost;
@@ -70,6 +73,7 @@ arrival read_arrival(natsMsg* msg) {
   const std::string status = header(msg, "Status");
   if (!status.empty() && natsMsg_GetDataLength(msg) == 0) {
     a.status = status_event(std::atoi(status.c_str()), header(msg, "Description"));
+    a.filled = a.status.code == 409 && a.status.description == "Batch Completed";
     std::uint32_t pending = 0;
     const std::string left = header(msg, "Nats-Pending-Messages");
     if (auto [end, ec] = std::from_chars(left.data(), left.data() + left.size(), pending);
@@ -83,6 +87,9 @@ arrival read_arrival(natsMsg* msg) {
   d.reply = reply == nullptr ? "" : reply;
   parse_ack_subject(d.reply, d);
   read_content(msg, d);
+  // The server counts subject, ack subject, headers and data; the headers are mostly Amqp-Props.
+  constexpr std::size_t other_headers = 256;
+  a.bytes = d.subject.size() + d.reply.size() + d.amqp_props.size() * 4 / 3 + d.body.size() + other_headers;
   a.message = std::move(d);
   return a;
 }
@@ -224,6 +231,7 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
     }
     --count->second.asked;
     --asked_;
+    note_size(a.bytes);
     if (!a.pin.empty()) take_pin(a.pin, no_wait_open_);
     no_wait_open_ = false;
     if (callbacks_.on_delivery) {
@@ -233,7 +241,8 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
     }
     return;
   }
-  if (a.status.code == 100 || count == counts_.end()) return;  // a heartbeat, or a drained inbox's
+  // A heartbeat, a byte-bounded request that was filled (as a silent fill), or a drained inbox's.
+  if (a.status.code == 100 || a.filled || count == counts_.end()) return;
   if (a.status.status == pull_status::pin_lost) pin_.clear();
   std::uint32_t unfilled = 0;
   if (a.unfilled) {
@@ -250,6 +259,23 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
   unfill(count->second, unfilled);
   a.status.unfilled = unfilled;
   if (callbacks_.on_event) callbacks_.on_event(std::move(a.status));
+}
+
+std::uint32_t puller_impl::window_in_bytes() const {
+  const std::size_t largest = std::max(largest_now_, largest_before_);
+  auto owner = owner_.lock();
+  if (largest == 0 || !owner) return std::numeric_limits<std::uint32_t>::max();
+  const auto budget = static_cast<std::size_t>(owner->request_max_bytes() / 2);
+  return static_cast<std::uint32_t>(std::clamp<std::size_t>(budget / largest, 1, std::numeric_limits<std::uint32_t>::max()));
+}
+
+// Lately, not ever: one large message must not narrow the window for good.
+void puller_impl::note_size(std::size_t bytes) {
+  constexpr std::uint32_t recent_run = 256;
+  largest_now_ = std::max(largest_now_, bytes);
+  if (++run_ < recent_run) return;
+  largest_before_ = std::exchange(largest_now_, 0);
+  run_ = 0;
 }
 
 void puller_impl::unfill(inbox_count& count, std::uint32_t n) {
@@ -492,6 +518,10 @@ bool client_impl::publish_pull(const std::string& queue, const std::string& repl
     if (pin) request["expires"] = std::chrono::nanoseconds(pinned_no_wait_expires).count();
   } else {
     request["expires"] = std::chrono::duration_cast<std::chrono::nanoseconds>(expires).count();
+    // A request that meets its bound exactly ends without a word from the server; the watchdog
+    // settles it after its expiry. Consumers keep to half the bound (window_in_bytes), so only a
+    // message far larger than the ones before it can get a request there.
+    request["max_bytes"] = request_max_bytes();
   }
   const std::string body = request.dump();
   const std::string subject = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + queue;

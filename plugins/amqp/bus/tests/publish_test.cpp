@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <deque>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -142,6 +143,34 @@ TEST_CASE("publish → pull → ack round trip keeps body and properties; the ac
   REQUIRE(h.run_until([&] { return !col.events.empty(); }, 5s));
   CHECK(col.events.front().status == pull_status::request_expired);
   CHECK(col.events.front().unfilled == 9);
+  CHECK(col.p->asked() == 0);
+  col.p->stop();
+}
+
+TEST_CASE("a request is bounded in bytes: a filled one is silent, one that meets its bound says what it left") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("big", {"amqp._.big"}).ok());
+  const std::string body(600'000, 'x');
+  for (int i = 0; i < 30; ++i) REQUIRE(h.publish_one("amqp._.big", "", body).ok());
+  collector col(h, "big");
+  CHECK(col.p->window_in_bytes() == std::numeric_limits<std::uint32_t>::max());  // nothing seen yet
+
+  // Filled with bytes to spare: the server's "409 Batch Completed" is not an event.
+  col.p->request(2, 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 2; }));
+  h.run_until([] { return false; }, 300ms);
+  CHECK(col.events.empty());
+  CHECK(col.p->asked() == 0);
+  // Half a request's bound, in messages of the largest size seen.
+  CHECK(col.p->window_in_bytes() == (h.bus->request_max_bytes() / 2) / 600'400);
+
+  // 28 more asked for, 16 MiB at most: the server stops at the message that would pass it.
+  col.p->request(28, 2s);
+  REQUIRE(h.run_until([&] { return !col.events.empty(); }));
+  const pull_event e = col.events.front();
+  CHECK(e.status == pull_status::bytes_reached);
+  CHECK(col.deliveries.size() - 2 + e.unfilled == 28);
+  CHECK(col.deliveries.size() - 2 == h.bus->request_max_bytes() / 600'400);
   CHECK(col.p->asked() == 0);
   col.p->stop();
 }

@@ -120,6 +120,7 @@ enum class pull_status {
   request_expired,   // 408: the request's `expires` ran out, or (no_wait) other requests claim what is pending
   consumer_gone,     // 409 consumer deleted / leadership change, or 503: ask again shortly
   exceeded_limits,   // 409 exceeded MaxWaiting / MaxRequestBatch: ask for fewer
+  bytes_reached,     // 409 the next message would pass the request's byte bound: ask again
   lost,              // no answer will come (the bus connection was lost, or the server never answered)
   pin_lost,          // 423 (single_active): the server pinned another puller; ask again to wait in line
   other,
@@ -166,6 +167,11 @@ class puller {
   virtual void request(std::uint32_t batch, std::chrono::milliseconds expires) = 0;
   // Messages asked for that have neither arrived nor been reported unfilled.
   virtual std::uint32_t asked() const = 0;
+  // The most messages worth having asked for at once: as many of the largest this puller has
+  // seen lately as fit in half a request's byte bound (none seen yet: no bound). The server
+  // closes a connection whose unsent deliveries pass its max_pending (64 MiB by default), and
+  // every request is also bounded in bytes on the server (client::request_max_bytes).
+  virtual std::uint32_t window_in_bytes() const = 0;
   // Ends every outstanding request at once: the server loses interest in the inbox (there is no
   // other way to cancel a pull). What it sent before that still arrives through on_delivery;
   // then on_stopped runs once, and no callback after it. Idempotent. A puller destroyed without
@@ -204,6 +210,9 @@ class client : public std::enable_shared_from_this<client> {
   client& operator=(const client&) = delete;
 
   std::int64_t max_payload() const;  // the server's INFO max_payload
+  // What a waiting pull request may bring at most, in bytes: room for the largest message the
+  // server takes, and for two such requests within the server's default max_pending.
+  std::int64_t request_max_bytes() const;
   int replicas() const;              // as decided at open (client_options::replicas)
   // Whether the server takes a consumer whose filters overlap without one containing the other
   // (`amqp.t.a.*` and `amqp.t.*.b`): nats-server 2.14 and later. Probed at open.
