@@ -44,11 +44,17 @@ std::string url_of(const std::string& host, std::uint16_t port) {
   return "nats://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + std::to_string(port);
 }
 
-// max_payload and the fsync policy are config-file settings (there are no flags for them).
+// max_payload, max_pending and the fsync policy are config-file settings (there are no flags
+// for them). max_pending is what a connection may have unsent before the server closes it as a
+// slow consumer: each amqp consumer may have 16 MiB on its way (amqp::bus pull requests), so the
+// default 64 MiB let four consumers of large messages, pulling at once, close the adaptor's.
+constexpr std::uint64_t max_pending = 1ULL << 30;
+
 std::string write_server_config(const config& c, fs::path& file) {
   file = c.store_dir / "cloud-pubsub.conf";
   std::ofstream out{file, std::ios::trunc};
-  out << "# written by the cloud pubsub plugin at each start\nmax_payload: " << c.max_payload << "\n";
+  out << "# written by the cloud pubsub plugin at each start\nmax_payload: " << c.max_payload << "\n"
+      << "max_pending: " << max_pending << "\n";
   if (c.sync_always) out << "jetstream {\n  sync_interval: always\n}\n";
   out.close();
   if (!out) return "cannot write " + file.string() + "; check CLOUD_PUBSUB_STORE_DIR";
