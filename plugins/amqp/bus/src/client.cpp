@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <thread>
 
 #include "client_impl.hpp"
 #include "error.hpp"
@@ -23,6 +24,15 @@ bus_result<std::shared_ptr<client>> client::open(const client_options& options) 
     }
   }
   return std::shared_ptr<client>{std::move(c)};
+}
+
+void client::close_and_release(std::shared_ptr<client>& bus, std::chrono::steady_clock::time_point deadline) {
+  if (!bus) return;
+  bus->close();
+  std::weak_ptr<client> gone = bus;
+  bus.reset();
+  while (!gone.expired() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 std::int64_t client::max_payload() const { return max_payload_; }

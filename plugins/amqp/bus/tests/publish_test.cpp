@@ -28,7 +28,7 @@ struct harness {
     REQUIRE_MESSAGE(c.ok(), c.error().text);
     bus = *c;
   }
-  ~harness() { bus->close(); }
+  ~harness() { client::close_and_release(bus, std::chrono::steady_clock::now() + 10s); }
 
   // Runs the io_context until `done()` or the timeout.
   template <class Pred>

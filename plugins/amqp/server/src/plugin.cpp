@@ -170,10 +170,8 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     }
     if (server_) server_->stop_threads(now + budget * 3 / 4);
     broker_.reset();
-    if (bus_) {
-      bus_->close();
-      bus_.reset();
-    }
+    // The bus goes before the io it reports to, with the blocking work that still holds it.
+    bus::client::close_and_release(bus_, now + budget);
     server_.reset();
   }
 

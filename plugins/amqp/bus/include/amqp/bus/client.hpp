@@ -247,6 +247,8 @@ class client : public std::enable_shared_from_this<client> {
   virtual bus_status kv_delete(const std::string& key) = 0;
 
   // ---- queues (blocking) ---------------------------------------------------------------
+  // A queue is named here by its durable consumer's name (one subject token of at most 255
+  // characters; the broker spells it from the AMQP name with routing::consumer_name).
   // Create or update in place the durable pull consumer `queue` on stream AMQP (DeliverNew,
   // AckExplicit, AckWait options.ack_wait, MaxAckPending unbounded) with `filters` as its filter_subjects:
   // normalized by the caller (subsumed, deduplicated, sorted), at least one. Fails with kind
@@ -257,7 +259,7 @@ class client : public std::enable_shared_from_this<client> {
   virtual bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters,
                                            queue_sharing sharing = queue_sharing::all_consumers) = 0;
   virtual bus_status delete_queue_consumer(const std::string& queue) = 0;  // not found is ok
-  // Blocking. The queues whose consumer has an ack wait other than options.ack_wait (made
+  // Blocking. The consumer names of the queues whose ack wait is other than options.ack_wait (made
   // before it was set, or by a replica set otherwise): the caller converges each
   // (ensure_queue_consumer with the queue's own filters).
   virtual bus_result<std::vector<std::string>> queues_with_other_ack_wait() = 0;
@@ -345,6 +347,11 @@ class client : public std::enable_shared_from_this<client> {
   // never closed: the host may unload the plugin while another user of libnats remains, so
   // instead libnats is pinned in memory (RTLD_NODELETE) and its threads live until exit.
   virtual void close() = 0;
+
+  // Closes `bus` and lets go of it, then waits (until `deadline`) for the work still running on
+  // its worker pool, which holds it, to end: after this no run_blocking completion is posted to
+  // an executor of the caller's, which may then be destroyed.
+  static void close_and_release(std::shared_ptr<client>& bus, std::chrono::steady_clock::time_point deadline);
 
  protected:
   client() = default;
