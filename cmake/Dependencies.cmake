@@ -4,6 +4,7 @@ find_package(Threads REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS filesystem system)
 find_package(nlohmann_json 3.11 REQUIRED)
 find_package(doctest REQUIRED)
+find_package(OpenSSL 3 REQUIRED)      # libssl-dev: libcrypto's digests
 # Debian's cnats-config.cmake names a static library the package does not ship, so
 # libnats is found through pkg-config instead: target PkgConfig::nats.
 find_package(PkgConfig REQUIRED)

@@ -9,29 +9,14 @@ import json
 import time
 import unittest
 
-import pika
 import pika.exceptions
 
 import cloudtest
 from natsraw import NatsRaw
+from pikatest import ConfirmedChannel
 
 
-def connect(cloud):
-    return pika.BlockingConnection(
-        pika.ConnectionParameters(host="127.0.0.1", port=cloud.amqp_port, heartbeat=0,
-                                  blocked_connection_timeout=30, socket_timeout=30))
-
-
-class RoutingAtPublish(cloudtest.OneCloudTest):
-    def setUp(self):
-        self.conn = connect(self.cloud)
-        self.ch = self.conn.channel()
-        self.ch.confirm_delivery()
-
-    def tearDown(self):
-        if self.conn.is_open:
-            self.conn.close()
-
+class RoutingAtPublish(ConfirmedChannel, cloudtest.OneCloudTest):
     def count(self, queue):
         return self.ch.queue_declare(queue=queue, passive=True).method.message_count
 

@@ -9,27 +9,10 @@ import threading
 import time
 import unittest
 
-import pika
 import pika.exceptions
 
 import cloudtest
-
-
-def connect(cloud):
-    return pika.BlockingConnection(
-        pika.ConnectionParameters(host="127.0.0.1", port=cloud.amqp_port, heartbeat=0,
-                                  blocked_connection_timeout=30, socket_timeout=30))
-
-
-def refused(test, fn, code, *fragments):
-    """Runs fn, which must end in a channel exception with `code` whose text holds every
-    fragment; returns the text."""
-    with test.assertRaises(pika.exceptions.ChannelClosedByBroker) as caught:
-        fn()
-    test.assertEqual(caught.exception.reply_code, code, caught.exception.reply_text)
-    for fragment in fragments:
-        test.assertIn(fragment, caught.exception.reply_text)
-    return caught.exception.reply_text
+from pikatest import connect, refused
 
 
 def eventually(predicate, timeout=15.0):

@@ -19,7 +19,7 @@ class Report {
     if (extras.length) console.log(`SCENARIOS ${this.client} ${extras.join(' ')}`);
   }
 
-  // An exchange or queue name of this client (a single subject word: no dots).
+  // An exchange or queue name of this client's own.
   name(suffix) {
     return `${this.client}-${suffix}`;
   }

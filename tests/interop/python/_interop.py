@@ -35,7 +35,7 @@ class Report:
             print(f"SCENARIOS {self.client} {' '.join(extras)}", flush=True)
 
     def name(self, suffix):
-        """An exchange or queue name of this client (a single subject word: no dots)."""
+        """An exchange or queue name of this client's own."""
         return f"{self.client}-{suffix}"
 
     def result(self, scenario, verdict, reason=""):

@@ -175,11 +175,12 @@ def cancel_notify(conn):
 
 
 def dead_letter(conn):
-    """The AMQP primer's consumer (../shared/seeds/004): a quorum queue with a fanout dead-letter
-    exchange, a poison message nacked without requeue, found on the dead-letter queue with its
-    x-death history while the good ones are acked."""
+    """The AMQP primer's consumer (../shared/seeds/004), with its names: a quorum queue with the
+    fanout dead-letter exchange '<orders>.dlx', a poison message nacked without requeue, found on
+    the dead-letter queue with its x-death history while the good ones are acked."""
     ch = confirmed_channel(conn)
-    orders, dlx = report.name("orders"), report.name("orders-dlx")
+    orders = report.name("orders")
+    dlx = orders + ".dlx"  # the primer's 'orders.dlx': a dotted name, as the matrix's server takes
     ch.exchange_declare(orders, exchange_type="topic", durable=True)
     ch.exchange_declare(dlx, exchange_type="fanout", durable=True)
     parked = fresh_queue(ch, "parked")

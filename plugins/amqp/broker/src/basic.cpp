@@ -192,7 +192,7 @@ class get_request final : public std::enable_shared_from_this<get_request> {
       if (auto self = weak.lock()) self->empty(e);
     };
     // A single-active-consumer queue refuses basic.get (on_method below): never a pinned group here.
-    puller_ = s_.ctx.bus().make_puller(queue_, s_.ctx.executor(), std::move(callbacks));
+    puller_ = s_.ctx.bus().make_puller(routing::consumer_name(queue_), s_.ctx.executor(), std::move(callbacks));
     puller_->request(1, no_wait);
   }
 

@@ -16,9 +16,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <stdexcept>
 
+#include "amqp/routing/names.hpp"
 #include "channel_context.hpp"
 #include "dead_letter.hpp"
 #include "expiry.hpp"
@@ -220,7 +222,16 @@ void broker::converge_ack_waits() {
   auto queues = bus_->queues_with_other_ack_wait();
   if (!queues) return warn("the queues' ack wait (CLOUD_AMQP_ACK_WAIT) is not applied to existing queues: " +
                            queues.error().text);
-  for (const auto& queue : *queues) {
+  // The bus names consumers; the mirror knows which queue each one is.
+  const auto by_consumer = read_topology([](const routing::topology& t) {
+    std::map<std::string, std::string, std::less<>> names;
+    for (const auto& entry : t.queues()) names.emplace(routing::consumer_name(entry.first), entry.first);
+    return names;
+  });
+  for (const auto& consumer : *queues) {
+    auto known = by_consumer.find(consumer);
+    if (known == by_consumer.end()) continue;  // deleted since, or not a queue's
+    const auto& queue = known->second;
     if (auto failed = store::converge_consumer(*this, queue))
       warn("queue '" + queue + "' keeps its previous ack wait (CLOUD_AMQP_ACK_WAIT): " + failed->text +
            "; it is applied at the queue's next binding change or this process's next start");

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "amqp/routing/names.hpp"
 #include "basic.hpp"
 #include "delivery.hpp"
 
@@ -37,7 +38,7 @@ void consumer::start() {
   };
   const auto sharing = channel_->ctx.state().sharing_of(options_.queue);
   single_active_ = sharing == bus::queue_sharing::single_active;
-  puller_ = bus_->make_puller(options_.queue, channel_->ctx.executor(), std::move(callbacks), sharing);
+  puller_ = bus_->make_puller(routing::consumer_name(options_.queue), channel_->ctx.executor(), std::move(callbacks), sharing);
   pump();
 }
 

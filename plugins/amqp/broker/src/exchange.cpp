@@ -52,8 +52,9 @@ void declared(channel_context& ctx, bool no_wait) {
 void declare_passive(channel_context& ctx, const wire::exchange_declare& m) {
   const std::string name = m.exchange;
   if (name.empty()) return declared(ctx, m.no_wait);  // the default exchange always exists
-  if (auto bad = routing::check_name("exchange", name);
-      bad && bad->code == wire::reply_code::precondition_failed) {
+  // A name reserved to the bus is looked up like any other, and not found.
+  if (auto bad = routing::check_name(names(ctx), "exchange", name);
+      bad && bad->code != wire::reply_code::access_refused) {
     return refuse(ctx, *bad, declare_key);
   }
   // A question about the bucket: a mirror hit may be an exchange another replica just deleted.
@@ -93,7 +94,7 @@ void on_exchange_declare(channel_context& ctx, wire::exchange_declare m) {
   if (m.passive) return declare_passive(ctx, m);
   auto kind = routing::parse_exchange_kind(m.type);
   if (!kind) return refuse(ctx, kind.error(), declare_key);
-  if (auto bad = routing::check_name("exchange", m.exchange)) return refuse(ctx, *bad, declare_key);
+  if (auto bad = routing::check_new_name(names(ctx), "exchange", m.exchange)) return refuse(ctx, *bad, declare_key);
 
   const std::string name = m.exchange;
   const routing::exchange_def wanted{*kind, m.durable, m.auto_delete, m.internal};
@@ -129,7 +130,8 @@ void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m) {
                         "; it always exists and cannot be deleted",
                     delete_key);
   }
-  if (auto bad = routing::check_name("exchange", name)) return refuse(ctx, *bad, delete_key);
+  // The 'amq.' prefix is the server's to delete as well as to declare.
+  if (auto bad = routing::check_new_name(names(ctx), "exchange", name)) return refuse(ctx, *bad, delete_key);
 
   find_entry(ctx, find(ctx, name).has_value(), routing::exchange_key(name), delete_key,
              [&ctx, name, m](bool present) {

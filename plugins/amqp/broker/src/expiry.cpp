@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "amqp/routing/names.hpp"
 #include "channel_context.hpp"
 #include "dead_letter.hpp"
 
@@ -79,7 +80,7 @@ void expiry_sweeper::next_queue() {
 // Blocking, on the bus pool. Nothing to do while a pull of any replica waits on the queue (that
 // reader finds what expired), or when the head was delivered before (requeued).
 expiry_sweeper::head expiry_sweeper::look(broker& b, const std::string& queue) {
-  auto info = b.bus().peek_queue(queue);  // a count that lags only delays the look
+  auto info = b.bus().peek_queue(routing::consumer_name(queue));  // a count that lags only delays the look
   if (!info) return {};
   const auto expires = b.read_topology([&](const routing::topology& t) -> std::optional<std::uint64_t> {
     const auto* def = t.find_queue(queue);
@@ -171,7 +172,7 @@ void expiry_sweeper::take(const std::string& queue) {
     ++self->pull_;
     boost::asio::post(self->strand_, [self, queue] { self->taken(queue, false); });
   };
-  puller_ = bus->make_puller(queue, strand_, std::move(callbacks), b->sharing_of(queue));
+  puller_ = bus->make_puller(routing::consumer_name(queue), strand_, std::move(callbacks), b->sharing_of(queue));
   puller_->request(1, std::chrono::milliseconds(0));
 }
 

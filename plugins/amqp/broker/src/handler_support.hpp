@@ -13,6 +13,9 @@ namespace amqp::broker {
 
 // A routing refusal as AMQP says it. 503 COMMAND_INVALID (an empty exchange type) is a
 // connection exception, as RabbitMQ raises it; everything else closes the channel only.
+// Which exchange and queue names this process's clients may use (CLOUD_AMQP_NAMES).
+inline routing::name_rules names(channel_context& ctx) { return ctx.state().config().names; }
+
 inline void refuse(channel_context& ctx, const routing::refusal& r, wire::method_key during) {
   if (r.code == wire::reply_code::command_invalid) {
     ctx.fail_connection(r.code, r.text, during);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 
+#include "amqp/routing/names.hpp"
 #include "channel_context.hpp"
 #include "dead_letter.hpp"
 
@@ -27,7 +28,7 @@ class head_dropper : public std::enable_shared_from_this<head_dropper> {
     bus::puller_callbacks callbacks;
     callbacks.on_delivery = [self = shared_from_this()](bus::delivery d) { self->taken(std::move(d)); };
     callbacks.on_event = [self = shared_from_this()](bus::pull_event) { self->finish(); };  // nothing more
-    puller_ = b.bus().make_puller(queue_, ex_, std::move(callbacks), b.sharing_of(queue_));
+    puller_ = b.bus().make_puller(routing::consumer_name(queue_), ex_, std::move(callbacks), b.sharing_of(queue_));
     next();
   }
 

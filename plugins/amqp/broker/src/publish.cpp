@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "amqp/bus/base64.hpp"
+#include "amqp/routing/names.hpp"
 #include "amqp/routing/subject.hpp"
 #include "amqp/routing/topology.hpp"
 #include "basic.hpp"
@@ -193,7 +194,7 @@ const length_limit& limit_of(const limited_publish& p, const std::string& queue)
 counts_or_failure ready_counts(broker& b, const std::vector<std::string>& queues, bool for_dropping) {
   std::vector<std::uint64_t> counts;
   for (const auto& q : queues) {
-    auto info = b.bus().queue_info(q);
+    auto info = b.bus().queue_info(routing::consumer_name(q));
     if (!info && info.error().kind == bus::bus_errc::not_found) {
       counts.push_back(0);
       continue;
@@ -382,6 +383,11 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
   find_entry(ctx, false, routing::exchange_key(m.exchange), during,
              [&ctx, name = m.exchange, publish = std::move(publish)](bool present) mutable {
                auto def = present ? exchange_in_mirror(ctx, name) : std::nullopt;
+               // A name no exchange can have says why (a headers exchange, a dot under hip).
+               if (auto bad = def ? std::nullopt : routing::check_name(names(ctx), "exchange", name);
+                   bad && bad->code != wire::reply_code::access_refused) {
+                 return refuse(ctx, *bad, during);
+               }
                if (!def) {
                  ctx.fail(wire::reply_code::not_found,
                           "no exchange " + quoted(name) +

@@ -54,7 +54,7 @@ std::optional<std::string> queue_name(channel_context& ctx, const std::string& g
                                       wire::method_key during) {
   auto name = ctx.resolve_queue(given, during);
   if (!name) return std::nullopt;
-  if (auto bad = routing::check_name("queue", *name)) {
+  if (auto bad = routing::check_name(names(ctx), "queue", *name)) {
     refuse(ctx, *bad, during);
     return std::nullopt;
   }
@@ -99,7 +99,7 @@ void with_queue(channel_context& ctx, const std::string& name, wire::method_key 
 // is missing (deleted behind our back, or a replica stopped between writing the key and
 // creating it).
 count_or_failure pending_or_heal(broker& b, const std::string& queue) {
-  auto info = b.bus().queue_info(queue);
+  auto info = b.bus().queue_info(routing::consumer_name(queue));
   if (info) return store::message_count(b, queue, *info);
   if (info.error().kind != bus::bus_errc::not_found) return store::failure{info.error().text};
   if (auto failed = store::converge_consumer(b, queue)) return *failed;
@@ -216,13 +216,14 @@ void declare_new(channel_context& ctx, const std::string& name, const routing::q
 void on_queue_declare(channel_context& ctx, wire::queue_declare m) {
   static constexpr auto key = wire::queue_declare::key;
   std::string name = m.queue;
+  const bool server_named = name.empty() && !m.passive;
   if (name.empty()) {
     if (m.passive) {
       auto last = ctx.resolve_queue(name, key);
       if (!last) return;
       name = *last;
     } else {
-      name = routing::generate_queue_name();
+      name = routing::generate_queue_name(names(ctx));
     }
   }
   if (m.passive && name == routing::direct_reply_queue) {
@@ -230,7 +231,10 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m) {
     if (!m.no_wait) ctx.reply(wire::queue_declare_ok{name, 0, 0});
     return ctx.finish();
   }
-  if (auto bad = routing::check_name("queue", name)) return refuse(ctx, *bad, key);
+  // A name the server chose may hold its own prefix; one a client chooses may not.
+  const auto bad = m.passive || server_named ? routing::check_name(names(ctx), "queue", name)
+                                             : routing::check_new_name(names(ctx), "queue", name);
+  if (bad) return refuse(ctx, *bad, key);
   if (m.passive) {
     return with_queue(
         ctx, name, key, [&ctx, name, no_wait = m.no_wait] { answer_declare(ctx, name, no_wait); },
@@ -241,7 +245,7 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m) {
   if (!usable(ctx, name, key)) return;
   routing::queue_def wanted{m.durable, m.exclusive, m.auto_delete, {}};
   std::string invalid;
-  if (!read_queue_arguments(m.arguments, name, wanted, invalid))
+  if (!read_queue_arguments(m.arguments, name, names(ctx), wanted, invalid))
     return ctx.fail(wire::reply_code::precondition_failed, invalid, key);
   if (wanted.single_active_consumer && !ctx.bus().pinned_groups()) {
     return ctx.fail(wire::reply_code::not_implemented,
@@ -268,7 +272,7 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m) {
                     "under its own name already",
                     key);
   }
-  if (auto bad = routing::check_name("exchange", exchange)) return refuse(ctx, *bad, key);
+  if (auto bad = routing::check_name(names(ctx), "exchange", exchange)) return refuse(ctx, *bad, key);
 
   with_queue(ctx, *queue, key, [&ctx, queue = *queue, exchange, m] {
     find_entry(ctx, find_exchange(ctx, exchange).has_value(), routing::exchange_key(exchange), key,
@@ -314,7 +318,7 @@ void on_queue_unbind(channel_context& ctx, wire::queue_unbind m) {
                     "implicit and cannot be removed",
                     key);
   }
-  if (auto bad = routing::check_name("exchange", exchange)) return refuse(ctx, *bad, key);
+  if (auto bad = routing::check_name(names(ctx), "exchange", exchange)) return refuse(ctx, *bad, key);
 
   with_queue(ctx, *queue, key, [&ctx, queue = *queue, exchange, m] {
     find_entry(ctx, find_exchange(ctx, exchange).has_value(), routing::exchange_key(exchange), key,

@@ -43,8 +43,8 @@ std::optional<std::string> refused_queue_argument(const wire::field_table& argum
   return std::nullopt;
 }
 
-bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, routing::queue_def& def,
-                          std::string& refusal) {
+bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, routing::name_rules names,
+                          routing::queue_def& def, std::string& refusal) {
   auto invalid = [&](std::string_view name, std::string_view why) {
     refusal = "invalid arg '" + std::string(name) + "' for queue '" + std::string(queue) + "' in vhost '/': " +
               std::string(why);
@@ -68,8 +68,8 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
     } else if (name == "x-dead-letter-exchange") {
       const auto* exchange = std::get_if<std::string>(&entry.value.value);
       if (!exchange) return invalid(name, "the value is not a string; give the name of the exchange to dead-letter to");
-      if (!exchange->empty() && !routing::is_standard_exchange(*exchange)) {
-        if (auto bad = routing::check_name("exchange", *exchange)) return invalid(name, bad->text);
+      if (!exchange->empty()) {
+        if (auto bad = routing::check_name(names, "exchange", *exchange)) return invalid(name, bad->text);
       }
       if (!def.dead_letter) def.dead_letter.emplace();
       def.dead_letter->exchange = *exchange;

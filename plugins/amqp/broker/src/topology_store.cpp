@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "amqp/routing/names.hpp"
 #include "channel_context.hpp"
 
 namespace amqp::broker::store {
@@ -133,7 +134,7 @@ std::optional<failure> converge_consumer(broker& b, const std::string& queue) {
     b.apply_entry(key, before->value, before->revision);
     auto filters = b.filters_of(queue);
     if (filters.empty()) return std::nullopt;  // the mirror has newer news: it is gone
-    auto ensured = b.bus().ensure_queue_consumer(queue, filters, b.sharing_of(queue));
+    auto ensured = b.bus().ensure_queue_consumer(routing::consumer_name(queue), filters, b.sharing_of(queue));
     if (!ensured && ensured.error().kind != bus::bus_errc::conflict) return from_bus(ensured.error());
     if (!ensured) raced = from_bus(ensured.error());
     auto after = b.bus().kv_get(key);
@@ -196,7 +197,7 @@ std::optional<failure> remove_queue(broker& b, const std::string& key, const std
   auto departing = departing_queue(b, key);
   if (auto* f = std::get_if<failure>(&departing)) return *f;
   const auto& def = std::get<routing::queue_def>(departing);
-  if (auto gone = b.bus().delete_queue_consumer(name); !gone) return from_bus(gone.error());
+  if (auto gone = b.bus().delete_queue_consumer(routing::consumer_name(name)); !gone) return from_bus(gone.error());
   if (auto f = delete_key(b, key)) return f;
   if (def.expires) {
     if (auto f = delete_key(b, routing::use_key(name))) return f;
@@ -300,7 +301,7 @@ std::variant<bool, failure> nothing_left(broker& b, const std::vector<std::strin
 }  // namespace
 
 std::variant<bool, failure> narrow_windows(broker& b, const std::string& queue) {
-  auto info = b.bus().queue_info(queue);
+  auto info = b.bus().queue_info(routing::consumer_name(queue));
   if (!info) {
     if (info.error().kind == bus::bus_errc::not_found) return false;
     return from_bus(info.error());
@@ -394,7 +395,7 @@ std::optional<failure> remove_entry(broker& b, const std::string& key) {
 }
 
 std::variant<std::uint64_t, failure> pending_messages(broker& b, const std::string& queue) {
-  auto info = b.bus().queue_info(queue);
+  auto info = b.bus().queue_info(routing::consumer_name(queue));
   if (info) return message_count(b, queue, *info);
   if (info.error().kind == bus::bus_errc::not_found) return std::uint64_t{0};
   return from_bus(info.error());
@@ -436,11 +437,11 @@ std::variant<std::uint64_t, failure> message_count(broker& b, const std::string&
 }
 
 std::variant<std::uint64_t, failure> purge(broker& b, const std::string& queue) {
-  auto info = b.bus().queue_info(queue);
+  auto info = b.bus().queue_info(routing::consumer_name(queue));
   if (!info) return from_bus(info.error());
   auto count = message_count(b, queue, *info);
   if (std::holds_alternative<failure>(count)) return count;
-  if (auto purged = b.bus().purge_queue(queue, b.filters_of(queue), b.sharing_of(queue)); !purged)
+  if (auto purged = b.bus().purge_queue(routing::consumer_name(queue), b.filters_of(queue), b.sharing_of(queue)); !purged)
     return from_bus(purged.error());
   return count;
 }

@@ -33,48 +33,7 @@ bool has_any(std::string_view word, std::string_view chars) {
   return word.find_first_of(chars) != std::string_view::npos;
 }
 
-// The topology bucket keeps binding keys as JSON text, which must be well-formed UTF-8
-// (no overlong forms, no surrogates: what nlohmann::json accepts).
-bool is_utf8(std::string_view text) {
-  auto at = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  std::size_t i = 0;
-  while (i < text.size()) {
-    unsigned lead = at(i);
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t extra = 0;
-    unsigned low = 0x80, high = 0xBF;  // the range of the second octet
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      extra = 1;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      extra = 2;
-      if (lead == 0xE0) low = 0xA0;
-      if (lead == 0xED) high = 0x9F;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      extra = 3;
-      if (lead == 0xF0) low = 0x90;
-      if (lead == 0xF4) high = 0x8F;
-    } else {
-      return false;
-    }
-    if (i + extra >= text.size()) return false;  // truncated
-    if (at(i + 1) < low || at(i + 1) > high) return false;
-    for (std::size_t k = 2; k <= extra; ++k) {
-      if (at(i + k) < 0x80 || at(i + k) > 0xBF) return false;
-    }
-    i += extra + 1;
-  }
-  return true;
-}
-
 std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
-
-std::optional<refusal> check_exchange(std::string_view exchange) {
-  if (exchange.empty()) return std::nullopt;  // the default exchange
-  return check_name("exchange", exchange);
-}
 
 std::optional<refusal> check_key_length(std::string_view key) {
   if (key.size() <= max_routing_key_length) return std::nullopt;
@@ -178,8 +137,9 @@ outcome<exchange_kind> parse_exchange_kind(std::string_view kind) {
 }
 
 outcome<std::string> publish_subject(std::string_view exchange, std::string_view routing_key) {
-  if (auto bad = check_exchange(exchange)) return *bad;
   if (auto bad = check_key_length(routing_key)) return *bad;
+  // The default exchange's key names a queue: it is spelled as the queue's word.
+  if (exchange.empty()) return subject_of(exchange, routing_key.empty() ? "" : name_word(routing_key));
   if (!routing_key.empty()) {
     for (auto word : split_words(routing_key)) {
       if (auto bad = check_publish_word(routing_key, word)) return *bad;
@@ -229,14 +189,19 @@ std::optional<address> split_subject(std::string_view subject) {
   auto dot = subject.find('.');
   auto word = subject.substr(0, dot);
   if (word.empty()) return std::nullopt;
-  address a{exchange_of_word(word), {}};
-  if (dot != std::string_view::npos) a.routing_key = std::string(subject.substr(dot + 1));
+  auto exchange = exchange_of_word(word);
+  if (!exchange) return std::nullopt;
+  address a{*exchange, {}};
+  if (dot == std::string_view::npos) return a;
+  const auto tail = subject.substr(dot + 1);
+  // A default-exchange key is a queue's word; a tail that is none is kept as it was published.
+  auto queue = exchange->empty() ? name_of_word(tail) : std::nullopt;
+  a.routing_key = queue ? *queue : std::string(tail);
   return a;
 }
 
 outcome<std::vector<std::string>> binding_filters(std::string_view exchange, exchange_kind kind,
                                                   std::string_view key) {
-  if (auto bad = check_exchange(exchange)) return *bad;
   // A fanout binding ignores its key entirely, as AMQP says; the bare stem catches the
   // empty-key publish that `>` (one or more words) would miss.
   if (kind == exchange_kind::fanout) {
@@ -249,6 +214,7 @@ outcome<std::vector<std::string>> binding_filters(std::string_view exchange, exc
                    "in the topology bucket, so bind a UTF-8 key"};
   }
   if (key.empty()) return std::vector<std::string>{subject_of(exchange, "")};
+  if (exchange.empty()) return std::vector<std::string>{subject_of(exchange, name_word(key))};
   auto words = split_words(key);
   for (std::size_t i = 0; i < words.size(); ++i) {
     if (auto bad = check_binding_word(kind, key, words[i], i + 1 == words.size())) return *bad;

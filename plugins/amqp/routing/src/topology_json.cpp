@@ -93,22 +93,25 @@ std::string dump(const json& value) {
 
 }  // namespace
 
-std::string exchange_key(std::string_view exchange) { return "x." + std::string(exchange); }
-std::string queue_key(std::string_view queue) { return "q." + std::string(queue); }
-std::string use_key(std::string_view queue) { return "u." + std::string(queue); }
+std::string exchange_key(std::string_view exchange) { return "x." + exchange_word(exchange); }
+std::string queue_key(std::string_view queue) { return "q." + name_word(queue); }
+std::string use_key(std::string_view queue) { return "u." + name_word(queue); }
 
 std::optional<bucket_key> parse_bucket_key(std::string_view key) {
   if (key.size() < 3 || key[1] != '.') return std::nullopt;
-  bucket_key parsed{bucket_key::kind::exchange, std::string(key.substr(2))};
+  const auto word = key.substr(2);
+  std::optional<std::string> name;
+  bucket_key::kind what = bucket_key::kind::exchange;
   if (key[0] == 'x') {
-    if (is_standard_exchange(parsed.name) || check_name("exchange", parsed.name)) return std::nullopt;
+    name = exchange_of_word(word);
+    if (name && is_standard_exchange(*name)) return std::nullopt;
   } else if (key[0] == 'q' || key[0] == 'u') {
-    parsed.what = key[0] == 'q' ? bucket_key::kind::queue : bucket_key::kind::use;
-    if (check_name("queue", parsed.name)) return std::nullopt;
-  } else {
-    return std::nullopt;
+    what = key[0] == 'q' ? bucket_key::kind::queue : bucket_key::kind::use;
+    name = name_of_word(word);
   }
-  return parsed;
+  // Read in either mode: whichever rules declared a name, its key means that name.
+  if (!name || check_name(name_rules::escaped, key[0] == 'x' ? "exchange" : "queue", *name)) return std::nullopt;
+  return bucket_key{what, std::move(*name)};
 }
 
 std::string encode_exchange(const exchange_def& def) {

@@ -50,6 +50,12 @@ TEST_CASE("publish subjects: amqp.<exchange word>[.<key>]") {
       {"amq.direct", "", "amqp.amq-direct"},
       {"x", "caf\xc3\xa9", "amqp.x.caf\xc3\xa9"},
       {"x", std::string(255, 'k'), "amqp.x." + std::string(255, 'k')},
+      // Every exchange and queue name is spelled as one word (names.hpp).
+      {"orders.dlx", "k.l", "amqp.orders=2Edlx.k.l"},
+      {"amq-topic", "k", "amqp.=61mq-topic.k"},  // a user's exchange, not amq.topic
+      {"", "a.b", "amqp._.a=2Eb"},                // the default exchange's key names a queue
+      {"", "celery@h.celery.pidbox", "amqp._.celery=40h=2Ecelery=2Epidbox"},
+      {"", "a b*", "amqp._.a=20b=2A"},
   };
   for (const auto& [exchange, key, subject] : table) {
     CAPTURE(exchange);
@@ -91,14 +97,13 @@ TEST_CASE("blank_publish_key: whitespace or a control character in an otherwise 
   CHECK_FALSE(blank_publish_key(std::string(256, ' ')));  // too long: refused as such
 }
 
-TEST_CASE("publish and bind refuse an invalid exchange name") {
-  auto dotted = publish_subject("a.b", "c");
-  REQUIRE_FALSE(dotted);
-  CHECK(dotted.error().code == reply_code::precondition_failed);
-  CHECK(dotted.error().text.find("'a.b'") != std::string::npos);
-  auto reserved = binding_filters("amq-topic", exchange_kind::topic, "a");
-  REQUIRE_FALSE(reserved);
-  CHECK(reserved.error().code == reply_code::access_refused);
+TEST_CASE("bindings of any exchange and queue name, spelled as one word") {
+  CHECK(*binding_filters("", exchange_kind::direct, "a.b") == filters{"amqp._.a=2Eb"});
+  CHECK(*binding_filters("orders.dlx", exchange_kind::fanout, "") ==
+        filters{"amqp.orders=2Edlx", "amqp.orders=2Edlx.>"});
+  CHECK(*binding_filters("amq-topic", exchange_kind::topic, "a.#") == filters{"amqp.=61mq-topic.a", "amqp.=61mq-topic.a.>"});
+  // A default-exchange subject whose tail is no queue's word keeps its key as published.
+  CHECK(split_subject("amqp._.a.b") == address{"", "a.b"});
 }
 
 TEST_CASE("split_subject refuses what is not an AMQP subject") {
@@ -107,6 +112,7 @@ TEST_CASE("split_subject refuses what is not an AMQP subject") {
   CHECK_FALSE(split_subject("amqp."));
   CHECK_FALSE(split_subject("amqp..k"));
   CHECK_FALSE(split_subject("amqpx.y"));
+  CHECK_FALSE(split_subject("amqp.a=2e.k"));  // no exchange is spelled so
   CHECK(*split_subject("amqp._.q") == address{"", "q"});
   CHECK(*split_subject("amqp.amq-fanout") == address{"amq.fanout", ""});
 }

@@ -19,8 +19,16 @@ TEST_CASE("bucket keys") {
   CHECK(*parse_bucket_key("q.orders") == bucket_key{bucket_key::kind::queue, "orders"});
   CHECK(*parse_bucket_key("u.orders") == bucket_key{bucket_key::kind::use, "orders"});
   CHECK(use_key("orders") == "u.orders");
+  // Under either CLOUD_AMQP_NAMES mode: a key means the name it spells.
+  CHECK(queue_key("celery@h.celery.pidbox") == "q.celery=40h=2Ecelery=2Epidbox");
+  CHECK(exchange_key("orders.dlx") == "x.orders=2Edlx");
+  CHECK(exchange_key("amq-topic") == "x.=61mq-topic");
+  CHECK(use_key("a.b") == "u.a=2Eb");
+  CHECK(*parse_bucket_key("q.a=2Eb") == bucket_key{bucket_key::kind::queue, "a.b"});
+  CHECK(*parse_bucket_key("x.=61mq-topic") == bucket_key{bucket_key::kind::exchange, "amq-topic"});
+  CHECK(*parse_bucket_key("x.=5F") == bucket_key{bucket_key::kind::exchange, "_"});
   for (std::string_view bad : {"", "x", "x.", "q.", "z.a", "xx.a", "q.a.b", "x.amq.topic", "x._",
-                               "q.a b", "x.amq-topic"}) {
+                               "q.a b", "x.amq-topic", "q.a=2eb", "q.=41", "x.amq=2Eheaders", "q.=FF"}) {
     CAPTURE(bad);
     CHECK_FALSE(parse_bucket_key(bad));
   }

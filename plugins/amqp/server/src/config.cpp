@@ -63,6 +63,13 @@ config_result read_config(const env_lookup& env) {
     if (!value) return refusal("CLOUD_AMQP_REPLICAS", *replicas, "a replica count from 1 to 5");
     config.replicas = static_cast<int>(*value);
   }
+  if (auto names = env("CLOUD_AMQP_NAMES")) {
+    auto rules = routing::parse_name_rules(*names);
+    if (!rules)
+      return refusal("CLOUD_AMQP_NAMES", *names,
+                     "hip (HIP-1326 §2: one subject word of [A-Za-z0-9_-]) or escaped (every name RabbitMQ accepts)");
+    config.names = *rules;
+  }
   return config;
 }
 

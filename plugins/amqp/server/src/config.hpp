@@ -9,6 +9,8 @@
 #include <string_view>
 #include <variant>
 
+#include "amqp/routing/names.hpp"
+
 namespace amqp::server {
 
 struct server_config {
@@ -30,6 +32,8 @@ struct server_config {
   // gone (its process died, or it was lost in flight when a bus node died) stays away from its
   // queue. A delivery a live client holds is never redelivered, however long it is held.
   std::chrono::seconds ack_wait{30};
+  // CLOUD_AMQP_NAMES (hip | escaped): which exchange and queue names clients may use.
+  routing::name_rules names = routing::name_rules::hip;
 };
 
 // Looks a variable up; nullopt when unset.

@@ -130,6 +130,7 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     auto max_body = static_cast<std::uint64_t>(std::max<std::int64_t>(bus_->max_payload(), 0));
     if (published_max) max_body = max_body == 0 ? *published_max : std::min(max_body, *published_max);
     if (max_body > 0) settings.max_body_size = max_body;
+    settings.names = cfg.names;
     settings.product = "cloud";
     settings.version = CLOUD_VERSION;
     settings.node_name = node_name(host);

@@ -37,6 +37,7 @@ TEST_CASE("defaults: loopback, 5672, no creds, 30 s handshake") {
   CHECK_FALSE(c.replicas);  // decided by the bus: 1 embedded, else up to 3
   CHECK(c.publish_timeout == std::chrono::seconds(30));
   CHECK(c.bus_timeout == std::chrono::seconds(5));
+  CHECK(c.names == amqp::routing::name_rules::hip);
 }
 
 TEST_CASE("every variable is read") {
@@ -49,7 +50,8 @@ TEST_CASE("every variable is read") {
                                {"CLOUD_AMQP_REPLICAS", "5"},
                                {"CLOUD_AMQP_PUBLISH_TIMEOUT", "120"},
                                {"CLOUD_AMQP_BUS_TIMEOUT", "1"},
-                               {"CLOUD_AMQP_ACK_WAIT", "6"}}));
+                               {"CLOUD_AMQP_ACK_WAIT", "6"},
+                               {"CLOUD_AMQP_NAMES", "escaped"}}));
   std::filesystem::remove(creds);
   REQUIRE(std::holds_alternative<server_config>(r));
   const auto& c = std::get<server_config>(r);
@@ -61,6 +63,16 @@ TEST_CASE("every variable is read") {
   CHECK(c.publish_timeout == std::chrono::seconds(120));
   CHECK(c.bus_timeout == std::chrono::seconds(1));
   CHECK(c.ack_wait == std::chrono::seconds(6));
+  CHECK(c.names == amqp::routing::name_rules::escaped);
+}
+
+TEST_CASE("a naming mode other than hip or escaped is refused naming the variable and the value") {
+  for (const char* bad : {"", "HIP", "escape", "rabbitmq"}) {
+    CAPTURE(bad);
+    const auto text = refusal_of(read_config(env_of({{"CLOUD_AMQP_NAMES", bad}})));
+    CHECK(text.find(std::string("CLOUD_AMQP_NAMES='") + bad + "' is not valid: expected hip (") == 0);
+    CHECK(text.find("or escaped") != std::string::npos);
+  }
 }
 
 TEST_CASE("the bus's bounds outside their ranges are refused naming the variable and the value") {

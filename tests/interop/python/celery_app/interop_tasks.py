@@ -3,11 +3,10 @@ app: broker = the server under test (AMQP_URL), result backend rpc://, tasks rou
 exchange. The worker (`celery -A interop_tasks worker`, started by ../celery.py) and the client
 (../celery.py) both import it.
 
-One setting is there for this server: remote control (the pidbox) is off, because its exchange
-names hold dots ('celery.pidbox', 'reply.celery.pidbox') and HIP-1326 §2 refuses a name that is
-not a single subject word (406). The worker also runs --without-mingle --without-gossip (both
-use the pidbox and 'celeryev.<uuid>' queues). ../celery.py's `celery_defaults` scenario shows
-the refusal a stock configuration meets.
+Nothing is set for this server: remote control, events, mingle and gossip keep Celery's defaults,
+whose names hold dots ('celery.pidbox', 'reply.celery.pidbox', '<host>.celery.pidbox'), which the
+matrix's server takes (CLOUD_AMQP_NAMES=escaped). ../celery.py's `celery_defaults` scenario
+drives them.
 """
 import os
 import time
@@ -32,7 +31,6 @@ app.conf.update(
     worker_prefetch_multiplier=1,
     # Publisher confirms on every task message (py-amqp's confirm_publish).
     broker_transport_options={"confirm_publish": True},
-    worker_enable_remote_control=False,
 )
 
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "amqp/routing/names.hpp"
 #include "amqp/wire/codec.hpp"
 
 namespace amqp::bus { class client; }
@@ -28,6 +29,8 @@ struct settings {
   std::uint64_t max_body_size = 8 * 1024 * 1024;  // the bus's max payload: larger is 311 on the header
   std::string product = "cloud";
   std::string version;
+  // CLOUD_AMQP_NAMES: which exchange and queue names clients may use (routing/names.hpp).
+  routing::name_rules names = routing::name_rules::hip;
   // This replica's identity across restarts (RabbitMQ's node name), e.g.
   // "<hostname>:<CLOUD_DATA_DIR>". Non-durable and exclusive queues/exchanges are marked with it
   // in the bucket: a clean stop deletes this process's ones, and a restart of the same node

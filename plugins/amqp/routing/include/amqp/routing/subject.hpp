@@ -23,10 +23,11 @@ std::string_view to_string(exchange_kind kind);  // "direct" | "fanout" | "topic
 //  - any other kind → 503 COMMAND_INVALID "unknown exchange type '…'" (RabbitMQ's answer).
 outcome<exchange_kind> parse_exchange_kind(std::string_view kind);
 
-// `amqp.<exchange word>[.<key>]` (an empty key omits the word). The exchange must be ""
-// or a standard exchange or a valid name (check_name's refusal otherwise). The key must be
-// literal: an empty word, any of `* # >`, whitespace or a control character, or more than
-// 255 octets → 406 PRECONDITION_FAILED naming the key and the remedy.
+// `amqp.<exchange word>[.<key>]` (exchange_word; an empty key omits the word). The caller has
+// checked the exchange's name (check_name). The key must be literal: an empty word, any of
+// `* # >`, whitespace or a control character, or more than 255 octets → 406 PRECONDITION_FAILED
+// naming the key and the remedy. The default exchange's key names a queue and is that queue's
+// word (name_word), so any queue name is reached.
 outcome<std::string> publish_subject(std::string_view exchange, std::string_view routing_key);
 
 // A key publish_subject refuses only for whitespace or a control character (literal otherwise:
@@ -53,7 +54,8 @@ struct address {
   friend bool operator==(const address&, const address&) = default;
 };
 // The inverse of publish_subject: "amqp._" → {"", ""}, "amqp.x.a.b" → {"x", "a.b"},
-// "amqp.amq-topic.k" → {"amq.topic", "k"}. nullopt when not under "amqp." or no exchange word.
+// "amqp.amq-topic.k" → {"amq.topic", "k"}, "amqp._.a=2Eb" → {"", "a.b"}. nullopt when not under
+// "amqp." or its exchange word is none exchange_word makes.
 std::optional<address> split_subject(std::string_view subject);
 
 // The §2.1 table: the filter subjects a binding of `key` to `exchange` (of `kind`) reads.
@@ -65,9 +67,9 @@ std::optional<address> split_subject(std::string_view subject);
 // with the remedy (HIP-1326 §4): `#` before the last word, a partial wildcard (`a.b*`),
 // a wildcard (`* # >`) in a direct key, `>` anywhere (NATS would read it as a wildcard),
 // empty words (`a..b`, a leading/trailing dot), whitespace or control characters.
-// A key over 255 octets is 406 (it cannot be a shortstr). The exchange is checked as in
-// publish_subject. The result is normalized (sorted, deduplicated).
-// The default exchange's binding of queue q is binding_filters("", direct, q) = amqp._.q.
+// A key over 255 octets is 406 (it cannot be a shortstr). The exchange's name is the caller's
+// to check, as in publish_subject. The result is normalized (sorted, deduplicated).
+// The default exchange's binding of queue q is binding_filters("", direct, q) = amqp._.<name_word(q)>.
 outcome<std::vector<std::string>> binding_filters(std::string_view exchange, exchange_kind kind,
                                                   std::string_view key);
 

@@ -1,6 +1,6 @@
 #pragma once
 // The topology model: what is declared, as the KV bucket `amqp` stores it (reference JSON,
-// keys `x.<exchange>` and `q.<queue>`, bindings inside the queue's value), and `topology`,
+// keys `x.<exchange word>` and `q.<queue word>`, bindings inside the queue's value), and `topology`,
 // the in-memory mirror of that bucket with an incremental routing index.
 #include <cstddef>
 #include <cstdint>
@@ -91,8 +91,8 @@ struct route_window {
 };
 bool admitted(const std::vector<route_window>& windows, std::string_view subject, std::uint64_t seq);
 
-// Bucket keys: "x." + name and "q." + name; and "u." + name, when a queue with x-expires was
-// last declared or read (milliseconds since the epoch, in decimal), which is not topology.
+// Bucket keys: "x." + exchange_word and "q." + name_word; and "u." + name_word, when a queue with
+// x-expires was last declared or read (milliseconds since the epoch, in decimal), not topology.
 std::string exchange_key(std::string_view exchange);
 std::string queue_key(std::string_view queue);
 std::string use_key(std::string_view queue);
@@ -103,7 +103,8 @@ struct bucket_key {
   std::string name;
   friend bool operator==(const bucket_key&, const bucket_key&) = default;
 };
-// "x.<name>" / "q.<name>" / "u.<name>" with a name check_name accepts; nullopt otherwise.
+// The inverse, in either CLOUD_AMQP_NAMES mode: nullopt for a key none of those three makes, or
+// whose name no mode accepts.
 std::optional<bucket_key> parse_bucket_key(std::string_view key);
 
 // JSON, exactly the reference's: {"kind":"topic","durable":true} (+ "auto_delete":true,
