@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <fstream>
+#include <utility>
 
 namespace amqp::server {
 namespace {
@@ -62,6 +63,22 @@ config_result read_config(const env_lookup& env) {
     auto value = parse_unsigned(*replicas, 1, 5);
     if (!value) return refusal("CLOUD_AMQP_REPLICAS", *replicas, "a replica count from 1 to 5");
     config.replicas = static_cast<int>(*value);
+  }
+  if (auto port = env("CLOUD_AMQPS_PORT")) {
+    auto value = parse_unsigned(*port, 0, 65535);
+    if (!value) return refusal("CLOUD_AMQPS_PORT", *port, "a port number from 0 to 65535 (0: any free port)");
+    config.tls_port = static_cast<std::uint16_t>(*value);
+  }
+  for (auto [variable, field] : {std::pair{"CLOUD_AMQPS_CERT", &config.tls_cert}, std::pair{"CLOUD_AMQPS_KEY", &config.tls_key},
+                                 std::pair{"CLOUD_AMQPS_CA", &config.tls_ca}}) {
+    auto file = env(variable);
+    if (!file || file->empty()) continue;
+    if (!std::ifstream(*file)) return refusal(variable, *file, "a readable PEM file");
+    *field = *file;
+  }
+  if (config.tls_cert.empty() != config.tls_key.empty() || (!config.tls_ca.empty() && config.tls_cert.empty())) {
+    return "the amqps listener needs both CLOUD_AMQPS_CERT and CLOUD_AMQPS_KEY (CLOUD_AMQPS_CA only beside them); "
+           "CLOUD_AMQPS_CERT='" + config.tls_cert + "', CLOUD_AMQPS_KEY='" + config.tls_key + "'";
   }
   if (auto names = env("CLOUD_AMQP_NAMES")) {
     auto rules = routing::parse_name_rules(*names);

@@ -32,6 +32,13 @@ struct server_config {
   // gone (its process died, or it was lost in flight when a bus node died) stays away from its
   // queue. A delivery a live client holds is never redelivered, however long it is held.
   std::chrono::seconds ack_wait{30};
+  // The amqps listener, on CLOUD_AMQP_HOST: on when CLOUD_AMQPS_CERT and CLOUD_AMQPS_KEY name
+  // readable files; CLOUD_AMQPS_CA (optional) makes client certificates required and verified.
+  std::uint16_t tls_port = 5671;  // CLOUD_AMQPS_PORT: 0 asks the kernel for a free port
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
+  bool tls() const { return !tls_cert.empty(); }
   // CLOUD_AMQP_NAMES (hip | escaped): which exchange and queue names clients may use.
   routing::name_rules names = routing::name_rules::hip;
 };

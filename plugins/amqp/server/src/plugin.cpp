@@ -76,6 +76,12 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     auto config = read_config([&host](std::string_view v) { return host.config(v); });
     if (auto* refusal = std::get_if<std::string>(&config)) return failed("configuration", *refusal);
     const auto& cfg = std::get<server_config>(config);
+    std::shared_ptr<ssl::context> tls;  // the amqps listener's, checked before anything starts
+    if (cfg.tls()) {
+      auto made = make_tls_context({cfg.tls_cert, cfg.tls_key, cfg.tls_ca});
+      if (auto* refusal = std::get_if<std::string>(&made)) return failed("configuration", *refusal);
+      tls = std::get<std::shared_ptr<ssl::context>>(made);
+    }
 
     auto url = host.lookup("pubsub", "url");
     if (!url || url->empty()) {
@@ -152,6 +158,13 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     const auto bound = server_->endpoint();
     host.publish("port", std::to_string(bound.port()));
     host.log(log_level::info, "amqp listening on " + bound.address().to_string() + ":" + std::to_string(bound.port()));
+    if (tls) {
+      if (auto refusal = server_->listen_tls(cfg.host, cfg.tls_port, tls)) return failed("amqps listener", *refusal);
+      const auto secure = server_->tls_endpoint();
+      host.publish("tls_port", std::to_string(secure.port()));
+      host.log(log_level::info, "amqps listening on " + secure.address().to_string() + ":" + std::to_string(secure.port()) +
+                                    (cfg.tls_ca.empty() ? "" : " (client certificates required, CLOUD_AMQPS_CA)"));
+    }
     return status::ok();
   }
 

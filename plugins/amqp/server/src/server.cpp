@@ -45,22 +45,34 @@ std::optional<std::string> server::listen(const std::string& host, std::uint16_t
   options_ = std::move(options);
   listener_ = std::move(std::get<std::unique_ptr<listener>>(bound));
   listener_->start([this] { return net::any_io_executor(next_loop().get_executor()); },
-                   [this](tcp::socket socket) { accept(std::move(socket)); }, log_);
+                   [this](tcp::socket socket) { accept(connection_stream(std::move(socket))); }, log_);
+  return std::nullopt;
+}
+
+std::optional<std::string> server::listen_tls(const std::string& host, std::uint16_t port,
+                                              std::shared_ptr<ssl::context> tls) {
+  auto bound = listener::bind(io(), host, port);
+  if (auto* refusal = std::get_if<std::string>(&bound)) return *refusal;
+  tls_ = std::move(tls);
+  tls_listener_ = std::move(std::get<std::unique_ptr<listener>>(bound));
+  tls_listener_->start([this] { return net::any_io_executor(next_loop().get_executor()); },
+                       [this](tcp::socket socket) { accept(connection_stream(std::move(socket), *tls_)); }, log_);
   return std::nullopt;
 }
 
 net::io_context& server::next_loop() { return *loops_[next_loop_++ % loops_.size()]; }
 
 tcp::endpoint server::endpoint() const { return listener_ ? listener_->endpoint() : tcp::endpoint{}; }
+tcp::endpoint server::tls_endpoint() const { return tls_listener_ ? tls_listener_->endpoint() : tcp::endpoint{}; }
 
-void server::accept(tcp::socket socket) {
+void server::accept(connection_stream stream) {
   if (closing_) {
     error_code ignored;
-    socket.close(ignored);
+    stream.socket().close(ignored);
     return;
   }
   const auto id = ++next_id_;
-  auto s = std::make_shared<session>(std::move(socket), id, broker_, options_, log_, registry_);
+  auto s = std::make_shared<session>(std::move(stream), id, broker_, options_, log_, registry_);
   registry_->add(id, s);
   s->start();
 }
@@ -68,6 +80,7 @@ void server::accept(tcp::socket socket) {
 void server::close_connections(clock::time_point deadline) {
   if (closing_.exchange(true)) return;
   if (listener_) listener_->stop();
+  if (tls_listener_) tls_listener_->stop();
   const auto now = clock::now();
   const auto budget = std::max(deadline - now, clock::duration::zero());
   // Half the budget (at most the close-ok wait plus a little) for clients to answer 320…
@@ -94,6 +107,7 @@ void server::stop_threads(clock::time_point deadline) {
   for (auto& t : threads_) t.join();
   threads_.clear();
   listener_.reset();
+  tls_listener_.reset();
   broker_.reset();
 }
 

@@ -41,7 +41,11 @@ class server {
   // Binds host:port and starts accepting; nullopt on success, else the sentence.
   std::optional<std::string> listen(const std::string& host, std::uint16_t port,
                                     std::shared_ptr<broker::broker> broker, session_options options);
+  // The amqps listener, after listen(): the same sessions, each behind a TLS handshake.
+  std::optional<std::string> listen_tls(const std::string& host, std::uint16_t port,
+                                        std::shared_ptr<ssl::context> tls);
   tcp::endpoint endpoint() const;
+  tcp::endpoint tls_endpoint() const;
   std::size_t connections() const { return registry_->size(); }
 
   // Stops accepting and ends every connection by `deadline` (channels are closed either way).
@@ -50,7 +54,7 @@ class server {
   void stop_threads(clock::time_point deadline);
 
  private:
-  void accept(tcp::socket socket);
+  void accept(connection_stream stream);
   void run_one(net::io_context& loop);
   net::io_context& next_loop();
 
@@ -66,6 +70,8 @@ class server {
 
   std::shared_ptr<session_registry> registry_ = std::make_shared<session_registry>();
   std::unique_ptr<listener> listener_;
+  std::unique_ptr<listener> tls_listener_;
+  std::shared_ptr<ssl::context> tls_;
   std::shared_ptr<broker::broker> broker_;
   session_options options_;
   std::atomic<bool> closing_{false};

@@ -41,10 +41,10 @@ constexpr std::size_t max_write_batch = 64;  // frames gathered into one write
 
 }  // namespace
 
-session::session(tcp::socket socket, std::uint64_t id, std::shared_ptr<broker::broker> broker,
+session::session(connection_stream stream, std::uint64_t id, std::shared_ptr<broker::broker> broker,
                  const session_options& options, log_fn log, std::shared_ptr<session_registry> registry)
-    : executor_(socket.get_executor()),
-      socket_(std::move(socket)),
+    : executor_(stream.socket().get_executor()),
+      stream_(std::move(stream)),
       id_(id),
       broker_(std::move(broker)),
       bus_(broker::connection_bus(*broker_)),
@@ -58,7 +58,7 @@ session::session(tcp::socket socket, std::uint64_t id, std::shared_ptr<broker::b
       reader_wake_(executor_),
       watchdog_timer_(executor_) {
   error_code ec;
-  auto peer = socket_.remote_endpoint(ec);
+  auto peer = stream_.socket().remote_endpoint(ec);
   peer_ = ec ? std::string("unknown peer") : peer.address().to_string() + ":" + std::to_string(peer.port());
   const auto now = clock::now();
   handshake_deadline_ = now + settings_.handshake_timeout;
@@ -96,7 +96,14 @@ void session::warn(const std::string& message) { log_(log_level::warning, who() 
 awaitable<void> session::reader([[maybe_unused]] std::shared_ptr<session> self) {
   std::exception_ptr failure;
   try {
-    co_await read_loop();
+    error_code ec;
+    co_await stream_.handshake(ec);
+    if (ec) {
+      warn("TLS handshake failed (" + ec.message() + "); closing");
+      close_socket();
+    } else {
+      co_await read_loop();
+    }
   } catch (...) {
     failure = std::current_exception();
   }
@@ -139,8 +146,7 @@ awaitable<bool> session::read_more() {
     in_.resize(std::min(in_.size() * 2, limit));
   }
   error_code ec;
-  const std::size_t n = co_await socket_.async_read_some(
-      net::buffer(in_.data() + in_end_, in_.size() - in_end_), with_ec(ec));
+  const std::size_t n = co_await stream_.read_some(net::buffer(in_.data() + in_end_, in_.size() - in_end_), ec);
   if (ec) co_return false;  // EOF, reset or our own close: the reader's end handles all alike
   in_end_ += n;
   last_read_ = clock::now();
@@ -686,9 +692,10 @@ void session::close_socket() {
   // overtake our last frames (a close-ok) at the peer; what the peer sent after its close is
   // meaningless anyway, so it is read and dropped first.
   std::array<std::uint8_t, 4096> sink{};
-  while (!ec && socket_.available(ec) > 0) socket_.read_some(net::buffer(sink), ec);
-  socket_.shutdown(tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  auto& socket = stream_.socket();
+  while (!ec && socket.available(ec) > 0) socket.read_some(net::buffer(sink), ec);
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
   writer_wake_.cancel();
   reader_wake_.cancel();
   watchdog_timer_.cancel();
@@ -711,7 +718,7 @@ awaitable<void> session::writer([[maybe_unused]] std::shared_ptr<session> self) 
         // so that closing never turns into a reset that loses what we sent.
         shutdown_send_after_flush_ = false;
         error_code ignored;
-        socket_.shutdown(tcp::socket::shutdown_send, ignored);
+        stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
       }
       writer_wake_.expires_at(clock::time_point::max());
       error_code ec;
@@ -726,7 +733,7 @@ awaitable<void> session::writer([[maybe_unused]] std::shared_ptr<session> self) 
     }
     for (const auto& frames : batch) buffers.push_back(net::buffer(frames));
     error_code ec;
-    co_await net::async_write(socket_, buffers, with_ec(ec));
+    co_await stream_.write(buffers, ec);
     for (const auto& frames : batch) queued_bytes_ -= frames.size();
     if (ec) {
       close_socket();

@@ -15,6 +15,7 @@
 
 #include "amqp/broker/broker.hpp"
 #include "amqp/wire/codec.hpp"
+#include "connection_stream.hpp"
 #include "content_assembly.hpp"
 #include "log.hpp"
 
@@ -36,7 +37,7 @@ struct session_options {
 
 class session final : public broker::connection_port, public std::enable_shared_from_this<session> {
  public:
-  session(tcp::socket socket, std::uint64_t id, std::shared_ptr<broker::broker> broker,
+  session(connection_stream stream, std::uint64_t id, std::shared_ptr<broker::broker> broker,
           const session_options& options, log_fn log, std::shared_ptr<session_registry> registry);
   ~session() override;
   session(const session&) = delete;
@@ -137,7 +138,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   std::string who() const;
 
   net::any_io_executor executor_;
-  tcp::socket socket_;
+  connection_stream stream_;
   const std::uint64_t id_;
   std::shared_ptr<broker::broker> broker_;
   std::shared_ptr<bus::client> bus_;  // chosen once, for every channel of the connection

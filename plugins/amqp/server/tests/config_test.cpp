@@ -142,3 +142,32 @@ TEST_CASE("pubsub's max_payload must be a positive number") {
     CHECK(std::get<std::string>(r).find("CLOUD_PUBSUB_MAX_PAYLOAD") != std::string::npos);
   }
 }
+
+TEST_CASE("the amqps listener: on with a certificate and its key, its files readable") {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto cert = (dir / "amqp_server_config_test.pem").string();
+  const auto key = (dir / "amqp_server_config_test.key").string();
+  std::ofstream(cert) << "-----BEGIN CERTIFICATE-----\n";
+  std::ofstream(key) << "-----BEGIN PRIVATE KEY-----\n";
+  auto off = read_config(env_of({}));
+  REQUIRE(std::holds_alternative<server_config>(off));
+  CHECK_FALSE(std::get<server_config>(off).tls());
+  CHECK(std::get<server_config>(off).tls_port == 5671);
+
+  auto on = read_config(env_of({{"CLOUD_AMQPS_CERT", cert}, {"CLOUD_AMQPS_KEY", key}, {"CLOUD_AMQPS_CA", cert},
+                                {"CLOUD_AMQPS_PORT", "0"}}));
+  REQUIRE(std::holds_alternative<server_config>(on));
+  const auto& c = std::get<server_config>(on);
+  CHECK(c.tls());
+  CHECK(c.tls_port == 0);
+  CHECK(c.tls_key == key);
+  CHECK(c.tls_ca == cert);
+
+  CHECK(refusal_of(read_config(env_of({{"CLOUD_AMQPS_CERT", cert}}))).find("the amqps listener needs both CLOUD_AMQPS_CERT and CLOUD_AMQPS_KEY") == 0);
+  CHECK(refusal_of(read_config(env_of({{"CLOUD_AMQPS_CA", cert}}))).find("the amqps listener needs both") == 0);
+  CHECK(refusal_of(read_config(env_of({{"CLOUD_AMQPS_CERT", cert}, {"CLOUD_AMQPS_KEY", "/nonexistent/key.pem"}}))) ==
+        "CLOUD_AMQPS_KEY='/nonexistent/key.pem' is not valid: expected a readable PEM file");
+  CHECK(refusal_of(read_config(env_of({{"CLOUD_AMQPS_PORT", "65536"}}))).find("CLOUD_AMQPS_PORT='65536'") == 0);
+  std::filesystem::remove(cert);
+  std::filesystem::remove(key);
+}
