@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -229,6 +230,32 @@ TEST_CASE(
                  406, {"a.b"});
   // The same connection goes on declaring.
   CHECK(to_string(declare_queue(c, c.open(), "present-q").queue) == "present-q");
+}
+
+TEST_CASE("under CLOUD_AMQP_NAMES=escaped a name of octets that are not UTF-8 is refused naming the rule") {
+  cloud_process cloud(std::map<std::string, std::string>{{"CLOUD_AMQP_NAMES", "escaped"}});
+  client c(cloud.amqp_port());
+  for (const char* name : {"caf\xe9", "\xff\xfe", "a\xed\xa0\x80"}) {  // Latin-1, no UTF-8 lead, a surrogate
+    CAPTURE(name);
+    expect_refused(c, [&](amqp_channel_t ch) { amqp_queue_declare(c.get(), ch, b(name), 0, 0, 0, 0, amqp_empty_table); },
+                   406, {"not UTF-8", "a name is UTF-8 text"});
+    expect_refused(c,
+                   [&](amqp_channel_t ch) {
+                     amqp_exchange_declare(c.get(), ch, b(name), b("direct"), 0, 0, 0, 0, amqp_empty_table);
+                   },
+                   406, {"not UTF-8"});
+  }
+  // What pika cannot send either: a name of every other octet, the NUL and the escape among them.
+  std::string every;
+  for (int octet = 1; octet < 0x80; ++octet) every += static_cast<char>(octet);
+  every += std::string("\0=", 2);
+  const amqp_channel_t ch = c.open();
+  amqp_queue_declare(c.get(), ch, amqp_bytes_t{every.size(), every.data()}, 0, 0, 0, 1, amqp_empty_table);
+  c.ok();
+  amqp_basic_publish(c.get(), ch, amqp_empty_bytes, amqp_bytes_t{every.size(), every.data()}, 0, 0, nullptr, b("all"));
+  auto* counted = amqp_queue_declare(c.get(), ch, amqp_bytes_t{every.size(), every.data()}, 1, 0, 0, 0, amqp_empty_table);
+  c.ok();
+  CHECK(counted->message_count == 1);
 }
 
 TEST_CASE("an exclusive queue is 405 from another connection and goes with its own") {
