@@ -50,10 +50,23 @@ std::string quoted(std::string_view name) { return "'" + std::string(name) + "'"
 
 refusal refuse(reply_code code, std::string text) { return refusal{code, std::move(text)}; }
 
-void append_escaped(std::string& out, unsigned char octet) {
-  out += '=';
+void append_hex(std::string& out, unsigned char octet) {
   out += hex_digits[octet >> 4];
   out += hex_digits[octet & 0xF];
+}
+
+void append_escaped(std::string& out, unsigned char octet) {
+  out += '=';
+  append_hex(out, octet);
+}
+
+// One octet of a name as name_word spells it: itself, or its escape.
+void append_spelled(std::string& out, char c) {
+  if (is_word_char(c)) {
+    out += c;
+  } else {
+    append_escaped(out, static_cast<unsigned char>(c));
+  }
 }
 
 int hex_value(char c) {
@@ -79,15 +92,20 @@ std::optional<std::string> decode_word(std::string_view word) {
   return name;
 }
 
+// The name a word spells, when `spell` spells it so exactly (the one canonical spelling).
+template <class Spell>
+std::optional<std::string> canonical_name(std::string_view word, Spell spell) {
+  auto name = decode_word(word);
+  if (!name || name->empty() || spell(*name) != word) return std::nullopt;
+  return name;
+}
+
 std::string sha256_hex(std::string_view text) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int size = 0;
   EVP_Digest(text.data(), text.size(), digest.data(), &size, EVP_sha256(), nullptr);
   std::string out;
-  for (unsigned int i = 0; i < size; ++i) {
-    out += hex_digits[digest[i] >> 4];
-    out += hex_digits[digest[i] & 0xF];
-  }
+  for (unsigned int i = 0; i < size; ++i) append_hex(out, digest[i]);
   return out;
 }
 
@@ -219,21 +237,11 @@ bool is_utf8(std::string_view text) {
 std::string name_word(std::string_view name) {
   std::string word;
   word.reserve(name.size());
-  for (char c : name) {
-    if (is_word_char(c)) {
-      word += c;
-    } else {
-      append_escaped(word, static_cast<unsigned char>(c));
-    }
-  }
+  for (char c : name) append_spelled(word, c);
   return word;
 }
 
-std::optional<std::string> name_of_word(std::string_view word) {
-  auto name = decode_word(word);
-  if (!name || name->empty() || name_word(*name) != word) return std::nullopt;
-  return name;
-}
+std::optional<std::string> name_of_word(std::string_view word) { return canonical_name(word, name_word); }
 
 std::string exchange_word(std::string_view exchange) {
   for (const auto& s : standard_names) {
@@ -250,9 +258,7 @@ std::optional<std::string> exchange_of_word(std::string_view word) {
   for (const auto& s : standard_names) {
     if (s.word == word) return std::string(s.exchange);
   }
-  auto name = decode_word(word);
-  if (!name || name->empty() || exchange_word(*name) != word) return std::nullopt;
-  return name;
+  return canonical_name(word, exchange_word);
 }
 
 std::string consumer_name(std::string_view queue) {
@@ -262,13 +268,8 @@ std::string consumer_name(std::string_view queue) {
   const std::size_t room = max_consumer_name_length - hashed_mark.size() - hash.size();
   std::string prefix;
   for (char c : queue) {
-    const std::size_t size = is_word_char(c) ? 1 : 3;
-    if (prefix.size() + size > room) break;
-    if (size == 1) {
-      prefix += c;
-    } else {
-      append_escaped(prefix, static_cast<unsigned char>(c));
-    }
+    if (prefix.size() + (is_word_char(c) ? 1 : 3) > room) break;
+    append_spelled(prefix, c);
   }
   return prefix + std::string(hashed_mark) + hash;
 }
