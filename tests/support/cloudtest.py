@@ -352,20 +352,28 @@ def stop_process(proc):
 
 class NatsServer:
     """A nats-server of the test's own (for CLOUD_PUBSUB_URL), stopped by PID. `binary`: which
-    one (default NATS_SERVER, the server this test runs on); `log()` is what it wrote."""
+    one (default NATS_SERVER, the server this test runs on); `config`: the text of a nats-server
+    configuration file (its users and accounts, say) besides the options given here; `log()` is
+    what it wrote."""
 
-    def __init__(self, binary=None):
+    def __init__(self, binary=None, config=None):
         self.binary = binary or NATS_SERVER
         self.tmp = tempfile.mkdtemp(prefix="cloudtest-nats-")
         self.port = free_port()
         self.url = f"nats://127.0.0.1:{self.port}"
         self.proc = None
         self.log_path = os.path.join(self.tmp, "server.log")
+        self.config_args = []
+        if config is not None:
+            path = os.path.join(self.tmp, "server.conf")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(config)
+            self.config_args = ["-c", path]
 
     def __enter__(self):
         self.proc = subprocess.Popen(
-            [self.binary, "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", os.path.join(self.tmp, "store"),
-             "-l", self.log_path],
+            [self.binary, *self.config_args, "-js", "-a", "127.0.0.1", "-p", str(self.port),
+             "-sd", os.path.join(self.tmp, "store"), "-l", self.log_path],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_until(lambda: Cloud._accepts(self.port), 20):
             self.__exit__(None, None, None)

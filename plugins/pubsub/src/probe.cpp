@@ -222,6 +222,26 @@ std::optional<std::pair<std::string, std::uint16_t>> split_url(const std::string
   return std::make_pair(host, port);
 }
 
+std::string redacted(const std::string& urls) {
+  std::string out;
+  std::size_t begin = 0;
+  while (begin <= urls.size()) {
+    const auto end = std::min(urls.find(',', begin), urls.size());
+    std::string url = urls.substr(begin, end - begin);
+    const auto from = url.find("://") == std::string::npos ? 0 : url.find("://") + 3;
+    const auto at = url.find('@', from);
+    const auto colon = url.find(':', from);
+    if (at != std::string::npos && colon < at) {
+      url.replace(colon + 1, at - colon - 1, "***");
+    } else if (at != std::string::npos) {
+      url.replace(from, at - from, "***");  // a token
+    }
+    out += (begin == 0 ? "" : ",") + url;
+    begin = end + 1;
+  }
+  return out;
+}
+
 std::string claim_port(const std::string& host, std::uint16_t port) {
   addr_list addrs;
   if (auto e = resolve(host, port, AI_PASSIVE, addrs); !e.empty()) return e;

@@ -33,6 +33,8 @@ std::string json_string(const std::string& json, const std::string& key);
 
 // host:port of "nats://[user:pass@]host:port" (default port 4222); nullopt when malformed.
 std::optional<std::pair<std::string, std::uint16_t>> split_url(const std::string& url);
+// A URL (or comma-separated list) as a log may show it: a password or token in it becomes "***".
+std::string redacted(const std::string& urls);
 
 // Binds host:port and releases it: "" when the port is free, else why not (e.g. in use).
 std::string claim_port(const std::string& host, std::uint16_t port);

@@ -107,7 +107,8 @@ status pubsub_plugin::use_external(plugin_api::host_services& host, const config
       const auto url = urls.substr(begin, end - begin);
       begin = end + 1;
       const auto where = split_url(url);
-      if (!where) return status::error("CLOUD_PUBSUB_URL=\"" + urls + "\" has a malformed entry \"" + url + "\"");
+      if (!where)
+        return status::error("CLOUD_PUBSUB_URL=\"" + redacted(urls) + "\" has a malformed entry \"" + redacted(url) + "\"");
       auto probed = probe_info(where->first, where->second, std::min(until(deadline), std::chrono::milliseconds{2000}));
       if (probed.info) {
         const auto payload = probed.info->max_payload ? probed.info->max_payload : c.max_payload;
@@ -116,18 +117,18 @@ status pubsub_plugin::use_external(plugin_api::host_services& host, const config
         host.publish("embedded", "false");
         // The version of the member that answered (a cluster's members normally agree).
         if (!probed.info->version.empty()) host.publish("server_version", probed.info->version);
-        host.log(plugin_api::log_level::info, "using the existing bus at " + urls +
+        host.log(plugin_api::log_level::info, "using the existing bus at " + redacted(urls) +
                                                   " (CLOUD_PUBSUB_URL; launched nothing), " +
-                                                  server_named(probed.info->version) + " at " + url +
+                                                  server_named(probed.info->version) + " at " + redacted(url) +
                                                   ", max_payload " + std::to_string(payload));
         mounted_ = true;
         return status::ok();
       }
-      last_error = url + ": " + probed.error;
+      last_error = redacted(url) + ": " + probed.error;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds{200});
   } while (clock::now() < deadline);
-  return status::error("CLOUD_PUBSUB_URL=\"" + urls + "\" is not reachable (" + last_error +
+  return status::error("CLOUD_PUBSUB_URL=\"" + redacted(urls) + "\" is not reachable (" + last_error +
                        "); start that server or unset CLOUD_PUBSUB_URL to launch one");
 }
 

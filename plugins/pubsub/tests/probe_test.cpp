@@ -15,6 +15,13 @@
 using namespace cloud::pubsub;
 using namespace std::chrono_literals;
 
+TEST_CASE("redacted hides the password or token of every URL of a list, and nothing else") {
+  CHECK(redacted("nats://svc:s3cret@127.0.0.1:4222") == "nats://svc:***@127.0.0.1:4222");
+  CHECK(redacted("nats://a:x@h1:1,nats://h2:2,b:y@h3:3") == "nats://a:***@h1:1,nats://h2:2,b:***@h3:3");
+  CHECK(redacted("nats://t0ken@h:4222") == "nats://***@h:4222");
+  CHECK(redacted("nats://127.0.0.1:4222") == "nats://127.0.0.1:4222");
+}
+
 TEST_CASE("split_url takes host and port from nats URLs") {
   CHECK(split_url("nats://127.0.0.1:4222") == std::make_pair(std::string{"127.0.0.1"}, std::uint16_t{4222}));
   CHECK(split_url("nats://user:pw@example.com:5000") == std::make_pair(std::string{"example.com"}, std::uint16_t{5000}));

@@ -218,7 +218,7 @@ class get_request final : public std::enable_shared_from_this<get_request> {
     }
     taken_ = std::move(d);
     s_.ctx.run_on_bus(
-        wire::basic_get::key, [b = &s_.ctx.state(), queue = queue_] { return store::pending_messages(*b, queue); },
+        wire::basic_get::key, [b = &s_.ctx.state(), bus = s_.ctx.bus_ptr(), queue = queue_] { return store::pending_messages(*b, *bus, queue); },
         [weak = weak_from_this()](std::variant<std::uint64_t, store::failure> count) {
           auto self = weak.lock();
           if (!self || !self->taken_) return;
@@ -255,6 +255,11 @@ class get_request final : public std::enable_shared_from_this<get_request> {
         e.status == bus::pull_status::consumer_gone) {
       s_.ctx.reply(wire::basic_get_empty{});
       return finish();
+    }
+    if (e.status == bus::pull_status::denied) {
+      auto keep = std::move(s_.get);  // destroys this object when the scope ends
+      return s_.ctx.fail(wire::reply_code::access_refused, "basic.get of queue " + quoted(queue_) + ": " + e.description,
+                         wire::basic_get::key);
     }
     // The first word from the server says why; the request itself is over once it is counted.
     if (why_.empty()) why_ = (e.code != 0 ? std::to_string(e.code) + " " : std::string{}) + e.description;

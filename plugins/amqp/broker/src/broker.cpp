@@ -190,7 +190,7 @@ void broker::narrow_windows(const std::vector<std::string>& queues) {
     if (narrowing_stopped_) return;
     auto& pace = narrowing_[queue];
     if (now < pace.due) continue;
-    auto narrowed = store::narrow_windows(*this, queue);
+    auto narrowed = store::narrow_windows(*this, *bus_, queue);
     if (auto* failed = std::get_if<store::failure>(&narrowed); failed && !narrowing_stopped_) {
       warn("narrowing the routes of queue '" + queue + "' to what its consumer has not passed: " + failed->text +
            " (tried again in a second)");
@@ -209,7 +209,7 @@ void broker::sweep_leftovers() {
     } else if (parsed) {
       write_topology([&](routing::topology& t) { return t.erase_exchange(parsed->name); });
     }
-    if (auto failed = store::remove_entry(*this, key)) {
+    if (auto failed = store::remove_entry(*this, *bus_, key)) {
       throw std::runtime_error("removing " + key + " left by this node's previous run: " + failed->text);
     }
   }
@@ -232,7 +232,7 @@ void broker::converge_ack_waits() {
     auto known = by_consumer.find(consumer);
     if (known == by_consumer.end()) continue;  // deleted since, or not a queue's
     const auto& queue = known->second;
-    if (auto failed = store::converge_consumer(*this, queue))
+    if (auto failed = store::converge_consumer(*this, *bus_, queue))
       warn("queue '" + queue + "' keeps its previous ack wait (CLOUD_AMQP_ACK_WAIT): " + failed->text +
            "; it is applied at the queue's next binding change or this process's next start");
   }
@@ -252,7 +252,7 @@ void broker::stop() {
     // Only what still carries this node's mark: another replica may have re-declared it.
     auto current = bus_->kv_get(key);
     if (!current || store::node_of(current->value) != node_) continue;
-    if (auto failed = store::remove_entry(*this, key)) warn("stop: removing " + key + ": " + failed->text);
+    if (auto failed = store::remove_entry(*this, *bus_, key)) warn("stop: removing " + key + ": " + failed->text);
   }
   watch_.stop();
 }
@@ -450,7 +450,7 @@ void broker::forget_queue(const std::string& queue) {
 void broker::delete_queue(const std::string& queue) {
   forget_queue(queue);
   boost::asio::post(bus_executor(), [self = shared_from_this(), queue]() mutable {
-    if (auto failed = store::remove_entry(*self, routing::queue_key(queue))) {
+    if (auto failed = store::remove_entry(*self, *self->bus_, routing::queue_key(queue))) {
       self->warn("deleting queue '" + queue + "': " + failed->text);
     }
     // Not on a bus thread: the broker's last reference may be this one.

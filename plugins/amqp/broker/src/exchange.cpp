@@ -81,7 +81,7 @@ void remove_exchange(channel_context& ctx, const std::string& name, bool no_wait
   ctx.state().write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
   broker* b = &ctx.state();
   ctx.run_on_bus(
-      delete_key, [b, name] { return store::remove_entry(*b, routing::exchange_key(name)); },
+      delete_key, [b, bus = ctx.bus_ptr(), name] { return store::remove_entry(*b, *bus, routing::exchange_key(name)); },
       [&ctx, no_wait](std::optional<store::failure> failed) {
         if (failed) return bus_failed(ctx, *failed, delete_key);
         deleted(ctx, no_wait);
@@ -106,7 +106,7 @@ void on_exchange_declare(channel_context& ctx, wire::exchange_declare m) {
   ctx.state().write_topology([&](routing::topology& t) { return t.put_exchange(name, wanted); });
   broker* b = &ctx.state();
   ctx.run_on_bus(
-      declare_key, [b, name, wanted] { return store::create_exchange(*b, name, wanted); },
+      declare_key, [b, bus = ctx.bus_ptr(), name, wanted] { return store::create_exchange(*b, *bus, name, wanted); },
       [&ctx, name, wanted, no_wait = m.no_wait](store::create_outcome<routing::exchange_def> outcome) {
         if (auto* f = std::get_if<store::failure>(&outcome)) {
           ctx.state().write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
@@ -138,9 +138,8 @@ void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m) {
                if (!present) return deleted(ctx, m.no_wait);  // RabbitMQ: deleting what is absent succeeds
                if (!m.if_unused) return remove_exchange(ctx, name, m.no_wait);
                // "Unused" is the bucket's answer: a binding made through another replica counts.
-               broker* b = &ctx.state();
                ctx.run_on_bus(
-                   delete_key, [b, name] { return store::exchange_in_use(*b, name); },
+                   delete_key, [bus = ctx.bus_ptr(), name] { return store::exchange_in_use(*bus, name); },
                    [&ctx, name, no_wait = m.no_wait](std::variant<bool, store::failure> in_use) {
                      if (auto* f = std::get_if<store::failure>(&in_use)) return bus_failed(ctx, *f, delete_key);
                      if (std::get<bool>(in_use)) {

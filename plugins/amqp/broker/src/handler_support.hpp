@@ -25,6 +25,7 @@ inline void refuse(channel_context& ctx, const routing::refusal& r, wire::method
 }
 
 inline void bus_failed(channel_context& ctx, const store::failure& f, wire::method_key during) {
+  if (f.denied) return ctx.fail(wire::reply_code::access_refused, f.text, during);
   ctx.fail(wire::reply_code::internal_error,
            "the bus did not complete the operation (" + f.text + "); retry on a new channel",
            during);
@@ -42,7 +43,7 @@ void find_entry(channel_context& ctx, bool in_mirror, std::string key, wire::met
   }
   broker* b = &ctx.state();
   ctx.run_on_bus(
-      during, [b, key = std::move(key)] { return store::refresh(*b, key); },
+      during, [b, bus = ctx.bus_ptr(), key = std::move(key)] { return store::refresh(*b, *bus, key); },
       [&ctx, during, then = std::move(then)](std::variant<bool, store::failure> found) mutable {
         if (auto* f = std::get_if<store::failure>(&found)) return bus_failed(ctx, *f, during);
         then(std::get<bool>(found));

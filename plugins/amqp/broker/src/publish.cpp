@@ -88,6 +88,11 @@ void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus
     for (auto& work : waiting) work();
   }
   if (s.closed || !s.ctx.is_open()) return;
+  if (!stored && stored.error().kind == bus::bus_errc::denied) {
+    // As RabbitMQ refuses a publish to an exchange the user may not write: the channel closes.
+    s.ctx.fail(wire::reply_code::access_refused, stored.error().text, during);
+    return;
+  }
   if (seq != 0) {
     confirm_soon(s, s.confirms.settle(seq, stored ? publish_confirms::outcome::ack
                                                   : publish_confirms::outcome::nack));
@@ -119,6 +124,24 @@ bool valid_expiration(channel_context& ctx, const std::string& property_octets) 
   auto ms = wire::expiration_of(property_octets);  // the session decoded them already
   if (ms) return true;
   ctx.fail(ms.error().code, ms.error().text, during);
+  return false;
+}
+
+// As RabbitMQ validates user_id: a publisher may not claim to be someone else (406). Only an
+// authenticated connection has a user to compare with.
+bool valid_user_id(channel_context& ctx, const std::string& property_octets) {
+  const auto& user = ctx.port().user();
+  if (user.empty()) return true;
+  auto claimed = wire::user_id_of(property_octets);
+  if (!claimed) {
+    ctx.fail(claimed.error().code, claimed.error().text, during);
+    return false;
+  }
+  if (!*claimed || **claimed == user) return true;
+  ctx.fail(wire::reply_code::precondition_failed,
+           "user_id property set to '" + **claimed + "' but authenticated user was '" + user +
+               "'; publish with the connection's own user, or without user_id",
+           during);
   return false;
 }
 
@@ -191,17 +214,17 @@ const length_limit& limit_of(const limited_publish& p, const std::string& queue)
 // still on its way here) alike, as unacked; dropping on the account of one of those would drop a
 // message within the limit, so a drop-head queue holding requeued messages may exceed its limit by
 // those instead.
-counts_or_failure ready_counts(broker& b, const std::vector<std::string>& queues, bool for_dropping) {
+counts_or_failure ready_counts(broker& b, bus::client& bus, const std::vector<std::string>& queues, bool for_dropping) {
   std::vector<std::uint64_t> counts;
   for (const auto& q : queues) {
-    auto info = b.bus().queue_info(routing::consumer_name(q));
+    auto info = bus.queue_info(routing::consumer_name(q));
     if (!info && info.error().kind == bus::bus_errc::not_found) {
       counts.push_back(0);
       continue;
     }
-    if (!info) return store::failure{info.error().text};
+    if (!info) return store::failure{info.error().text, info.error().kind == bus::bus_errc::denied};
     if (for_dropping) info->num_ack_pending = info->held_here;  // nothing counted requeued
-    auto n = store::message_count(b, q, *info);
+    auto n = store::message_count(b, bus, q, *info);
     if (auto* f = std::get_if<store::failure>(&n)) return *f;
     counts.push_back(std::get<std::uint64_t>(n));
   }
@@ -220,7 +243,7 @@ void trim(basic_state& s, std::shared_ptr<limited_publish> p, std::function<void
   const auto queues = queues_with(p->limits, true);
   if (queues.empty()) return then();
   broker* b = &s.ctx.state();
-  s.ctx.run_on_bus(during, [b, queues] { return ready_counts(*b, queues, true); },
+  s.ctx.run_on_bus(during, [b, bus = s.ctx.bus_ptr(), queues] { return ready_counts(*b, *bus, queues, true); },
                    [&s, b, p, queues, then = std::move(then)](counts_or_failure counted) mutable {
                      if (auto* f = std::get_if<store::failure>(&counted)) return bus_failed(s.ctx, *f, during);
                      const auto& ready = std::get<std::vector<std::uint64_t>>(counted);
@@ -296,7 +319,7 @@ void publish_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
     const auto judged = queues_with(p->limits, false);
     if (judged.empty()) return store_limited(s, p);
     broker* b = &s.ctx.state();
-    s.ctx.run_on_bus(during, [b, judged] { return ready_counts(*b, judged, false); },
+    s.ctx.run_on_bus(during, [b, bus = s.ctx.bus_ptr(), judged] { return ready_counts(*b, *bus, judged, false); },
                      [&s, p, judged](counts_or_failure counted) {
                        if (auto* f = std::get_if<store::failure>(&counted)) return bus_failed(s.ctx, *f, during);
                        const auto& ready = std::get<std::vector<std::uint64_t>>(counted);
@@ -333,7 +356,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
                during);
       return;
     }
-    if (!valid_expiration(chan, property_octets)) return;
+    if (!valid_expiration(chan, property_octets) || !valid_user_id(chan, property_octets)) return;
     if (!rewrite_direct_reply_to(s, property_octets)) return;
     if (m.exchange.empty() && routing::names_direct_reply(m.routing_key)) {
       if (chan.confirms && !s.confirms.enabled()) s.confirms.select();

@@ -98,11 +98,11 @@ void with_queue(channel_context& ctx, const std::string& name, wire::method_key 
 // Messages ready for delivery (never delivered, or requeued), re-creating the consumer when it
 // is missing (deleted behind our back, or a replica stopped between writing the key and
 // creating it).
-count_or_failure pending_or_heal(broker& b, const std::string& queue) {
-  auto info = b.bus().queue_info(routing::consumer_name(queue));
-  if (info) return store::message_count(b, queue, *info);
-  if (info.error().kind != bus::bus_errc::not_found) return store::failure{info.error().text};
-  if (auto failed = store::converge_consumer(b, queue)) return *failed;
+count_or_failure pending_or_heal(broker& b, bus::client& bus, const std::string& queue) {
+  auto info = bus.queue_info(routing::consumer_name(queue));
+  if (info) return store::message_count(b, bus, queue, *info);
+  if (info.error().kind != bus::bus_errc::not_found) return store::failure{info.error().text, info.error().kind == bus::bus_errc::denied};
+  if (auto failed = store::converge_consumer(b, bus, queue)) return *failed;
   return std::uint64_t{0};
 }
 
@@ -113,7 +113,7 @@ void answer_declare(channel_context& ctx, const std::string& name, bool no_wait)
   b->note_use(name, broker::use::declare);  // a passive one too, as RabbitMQ counts it
   // Counted once this channel's publishes so far are stored, as RabbitMQ counts them.
   ctx.basic().after_publishes([&ctx, b, name, no_wait] {
-    ctx.run_on_bus(key, [b, name] { return pending_or_heal(*b, name); },
+    ctx.run_on_bus(key, [b, bus = ctx.bus_ptr(), name] { return pending_or_heal(*b, *bus, name); },
                    [&ctx, name, no_wait](count_or_failure pending) {
                      if (auto* f = std::get_if<store::failure>(&pending)) return bus_failed(ctx, *f, key);
                      if (!no_wait) {
@@ -167,11 +167,11 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
 // What a create on the bus found, after the consumer exists.
 using create_result = store::create_outcome<routing::queue_def>;
 
-create_result create_on_bus(broker& b, const std::string& name, const routing::queue_def& def) {
-  auto outcome = store::create_queue(b, name, def);
+create_result create_on_bus(broker& b, bus::client& bus, const std::string& name, const routing::queue_def& def) {
+  auto outcome = store::create_queue(b, bus, name, def);
   if (std::holds_alternative<store::created>(outcome)) {
     // Declaring is what starts collecting (DeliverNew): the consumer comes before declare-ok.
-    if (auto failed = store::converge_consumer(b, name)) return *failed;
+    if (auto failed = store::converge_consumer(b, bus, name)) return *failed;
   }
   return outcome;
 }
@@ -187,7 +187,7 @@ void declare_new(channel_context& ctx, const std::string& name, const routing::q
   });
   broker* bp = &b;
   ctx.run_on_bus(
-      key, [bp, name, wanted] { return create_on_bus(*bp, name, wanted); },
+      key, [bp, bus = ctx.bus_ptr(), name, wanted] { return create_on_bus(*bp, *bus, name, wanted); },
       [&ctx, name, wanted, no_wait](create_result outcome) {
         auto& state = ctx.state();
         if (auto* f = std::get_if<store::failure>(&outcome)) {
@@ -293,7 +293,7 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m) {
                  broker* b = &ctx.state();
                  ctx.basic().after_publishes([&ctx, b, queue, exchange, m] {
                    ctx.run_on_bus(
-                       key, [b, queue, exchange, m] { return store::add_binding(*b, queue, exchange, m.routing_key); },
+                       key, [b, bus = ctx.bus_ptr(), queue, exchange, m] { return store::add_binding(*b, *bus, queue, exchange, m.routing_key); },
                        [&ctx, queue, no_wait = m.no_wait](std::variant<store::update_status, store::failure> r) {
                          if (auto* f = std::get_if<store::failure>(&r)) return bus_failed(ctx, *f, key);
                          if (std::get<store::update_status>(r) == store::update_status::absent) {
@@ -332,7 +332,7 @@ void on_queue_unbind(channel_context& ctx, wire::queue_unbind m) {
                  // published before stays routed through the binding.
                  ctx.basic().after_publishes([&ctx, b, queue, exchange, m] {
                    ctx.run_on_bus(
-                       key, [b, queue, exchange, m] { return store::remove_binding(*b, queue, exchange, m.routing_key); },
+                       key, [b, bus = ctx.bus_ptr(), queue, exchange, m] { return store::remove_binding(*b, *bus, queue, exchange, m.routing_key); },
                        [&ctx](std::optional<store::failure> failed) {
                          if (failed) return bus_failed(ctx, *failed, key);
                          ctx.reply(wire::queue_unbind_ok{});
@@ -353,7 +353,7 @@ void on_queue_purge(channel_context& ctx, wire::queue_purge m) {
     ctx.basic().after_publishes([&ctx, b, queue, no_wait] {
       ctx.run_on_bus(
           key,
-          [b, queue] { return store::purge(*b, queue); },
+          [b, bus = ctx.bus_ptr(), queue] { return store::purge(*b, *bus, queue); },
           [&ctx, no_wait](count_or_failure purged) {
             if (auto* f = std::get_if<store::failure>(&purged)) return bus_failed(ctx, *f, key);
             if (!no_wait) ctx.reply(wire::queue_purge_ok{clamp32(std::get<std::uint64_t>(purged))});
@@ -388,7 +388,7 @@ void on_queue_delete(channel_context& ctx, wire::queue_delete_ m) {
                // if-empty and the count see what this channel published before.
                ctx.basic().after_publishes([&ctx, b, queue, m, answer] {
                  ctx.run_on_bus(
-                     key, [b, queue] { return store::pending_messages(*b, queue); },
+                     key, [b, bus = ctx.bus_ptr(), queue] { return store::pending_messages(*b, *bus, queue); },
                      [&ctx, queue, m, answer](count_or_failure pending) {
                        if (auto* f = std::get_if<store::failure>(&pending)) return bus_failed(ctx, *f, key);
                        auto count = std::get<std::uint64_t>(pending);
@@ -403,7 +403,7 @@ void on_queue_delete(channel_context& ctx, wire::queue_delete_ m) {
                        ctx.state().forget_queue(queue);
                        broker* bp = &ctx.state();
                        ctx.run_on_bus(
-                           key, [bp, queue] { return store::remove_entry(*bp, routing::queue_key(queue)); },
+                           key, [bp, bus = ctx.bus_ptr(), queue] { return store::remove_entry(*bp, *bus, routing::queue_key(queue)); },
                            [&ctx, answer, count](std::optional<store::failure> failed) {
                              if (failed) return bus_failed(ctx, *failed, key);
                              answer(count);

@@ -27,19 +27,19 @@ std::string with_node(std::string json, bool transient, std::string_view node) {
   return value.dump();
 }
 
-failure from_bus(const bus::bus_error& e) { return failure{e.text}; }
+failure from_bus(const bus::bus_error& e) { return failure{e.text, e.kind == bus::bus_errc::denied}; }
 
 template <class Def, class Parse>
-create_outcome<Def> create_entry(broker& b, const std::string& key, const std::string& value,
+create_outcome<Def> create_entry(broker& b, bus::client& bus, const std::string& key, const std::string& value,
                                  Parse parse) {
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
-    auto written = b.bus().kv_create(key, value);
+    auto written = bus.kv_create(key, value);
     if (written) {
       b.apply_entry(key, value, *written);
       return created{};
     }
     if (written.error().kind != bus::bus_errc::conflict) return from_bus(written.error());
-    auto current = b.bus().kv_get(key);
+    auto current = bus.kv_get(key);
     if (!current) {
       if (current.error().kind == bus::bus_errc::not_found) continue;  // deleted meanwhile
       return from_bus(current.error());
@@ -72,24 +72,24 @@ std::string node_of(std::string_view json) {
   return it != value.end() && it->is_string() ? it->get<std::string>() : std::string{};
 }
 
-create_outcome<routing::exchange_def> create_exchange(broker& b, const std::string& name,
+create_outcome<routing::exchange_def> create_exchange(broker& b, bus::client& bus, const std::string& name,
                                                       const routing::exchange_def& def) {
-  return create_entry<routing::exchange_def>(b, routing::exchange_key(name),
+  return create_entry<routing::exchange_def>(b, bus, routing::exchange_key(name),
                                              exchange_value(def, b.node()),
                                              [](std::string_view v) { return routing::parse_exchange(v); });
 }
 
-create_outcome<routing::queue_def> create_queue(broker& b, const std::string& name,
+create_outcome<routing::queue_def> create_queue(broker& b, bus::client& bus, const std::string& name,
                                                 const routing::queue_def& def) {
-  return create_entry<routing::queue_def>(b, routing::queue_key(name), queue_value(def, b.node()),
+  return create_entry<routing::queue_def>(b, bus, routing::queue_key(name), queue_value(def, b.node()),
                                           [](std::string_view v) { return routing::parse_queue(v); });
 }
 
 std::variant<update_status, failure> update_queue(
-    broker& b, const std::string& name, const std::function<bool(routing::queue_def&)>& change) {
+    broker& b, bus::client& bus, const std::string& name, const std::function<bool(routing::queue_def&)>& change) {
   const auto key = routing::queue_key(name);
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
-    auto current = b.bus().kv_get(key);
+    auto current = bus.kv_get(key);
     if (!current) {
       if (current.error().kind == bus::bus_errc::not_found) return update_status::absent;
       return from_bus(current.error());
@@ -102,7 +102,7 @@ std::variant<update_status, failure> update_queue(
     }
     // The declaring node's mark stays with the queue whoever edits its bindings.
     auto value = with_node(routing::encode_queue(*def), is_transient(*def), node_of(current->value));
-    auto written = b.bus().kv_update(key, value, current->revision);
+    auto written = bus.kv_update(key, value, current->revision);
     if (written) {
       b.apply_entry(key, value, *written);
       return update_status::done;
@@ -112,8 +112,8 @@ std::variant<update_status, failure> update_queue(
   return failure{"queue '" + name + "' kept changing on other replicas; retry the operation"};
 }
 
-std::variant<bool, failure> refresh(broker& b, const std::string& key) {
-  auto current = b.bus().kv_get(key);
+std::variant<bool, failure> refresh(broker& b, bus::client& bus, const std::string& key) {
+  auto current = bus.kv_get(key);
   if (!current) {
     if (current.error().kind == bus::bus_errc::not_found) return false;
     return from_bus(current.error());
@@ -122,9 +122,9 @@ std::variant<bool, failure> refresh(broker& b, const std::string& key) {
   return true;
 }
 
-std::optional<failure> converge_consumer(broker& b, const std::string& queue) {
+std::optional<failure> converge_consumer(broker& b, bus::client& bus, const std::string& queue) {
   const auto key = routing::queue_key(queue);
-  auto before = b.bus().kv_get(key);
+  auto before = bus.kv_get(key);
   std::optional<failure> raced;  // the consumer another writer updated in between
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
     if (!before) {
@@ -134,10 +134,10 @@ std::optional<failure> converge_consumer(broker& b, const std::string& queue) {
     b.apply_entry(key, before->value, before->revision);
     auto filters = b.filters_of(queue);
     if (filters.empty()) return std::nullopt;  // the mirror has newer news: it is gone
-    auto ensured = b.bus().ensure_queue_consumer(routing::consumer_name(queue), filters, b.sharing_of(queue));
+    auto ensured = bus.ensure_queue_consumer(routing::consumer_name(queue), filters, b.sharing_of(queue));
     if (!ensured && ensured.error().kind != bus::bus_errc::conflict) return from_bus(ensured.error());
     if (!ensured) raced = from_bus(ensured.error());
-    auto after = b.bus().kv_get(key);
+    auto after = bus.kv_get(key);
     if (ensured && after && after->revision == before->revision) return std::nullopt;
     before = std::move(after);
   }
@@ -156,8 +156,8 @@ void retire(routing::queue_def& def, const routing::binding& x, routing::exchang
 
 // The bucket as it is now, as a topology of its own (the mirror is left alone: its watch
 // still has to see each change to tell consumers of a queue deleted elsewhere).
-std::variant<routing::topology, failure> read_bucket(broker& b) {
-  auto entries = b.bus().kv_snapshot(std::chrono::steady_clock::now() + snapshot_timeout);
+std::variant<routing::topology, failure> read_bucket(bus::client& bus) {
+  auto entries = bus.kv_snapshot(std::chrono::steady_clock::now() + snapshot_timeout);
   if (!entries) return from_bus(entries.error());
   routing::topology topology;
   // A malformed entry is the watch's to report.
@@ -167,8 +167,8 @@ std::variant<routing::topology, failure> read_bucket(broker& b) {
 
 // A queue's bucket value, read before the queue goes. Absent or unreadable: an empty
 // definition, as there is nothing to reap for it.
-std::variant<routing::queue_def, failure> departing_queue(broker& b, const std::string& key) {
-  auto current = b.bus().kv_get(key);
+std::variant<routing::queue_def, failure> departing_queue(bus::client& bus, const std::string& key) {
+  auto current = bus.kv_get(key);
   if (!current) {
     if (current.error().kind == bus::bus_errc::not_found) return routing::queue_def{};
     return from_bus(current.error());
@@ -186,44 +186,44 @@ std::vector<std::string> bound_exchanges(const routing::queue_def& def) {
   return exchanges;
 }
 
-std::optional<failure> delete_key(broker& b, const std::string& key) {
-  if (auto gone = b.bus().kv_delete(key); !gone && gone.error().kind != bus::bus_errc::not_found) {
+std::optional<failure> delete_key(bus::client& bus, const std::string& key) {
+  if (auto gone = bus.kv_delete(key); !gone && gone.error().kind != bus::bus_errc::not_found) {
     return from_bus(gone.error());
   }
   return std::nullopt;
 }
 
-std::optional<failure> remove_queue(broker& b, const std::string& key, const std::string& name) {
-  auto departing = departing_queue(b, key);
+std::optional<failure> remove_queue(broker& b, bus::client& bus, const std::string& key, const std::string& name) {
+  auto departing = departing_queue(bus, key);
   if (auto* f = std::get_if<failure>(&departing)) return *f;
   const auto& def = std::get<routing::queue_def>(departing);
-  if (auto gone = b.bus().delete_queue_consumer(routing::consumer_name(name)); !gone) return from_bus(gone.error());
-  if (auto f = delete_key(b, key)) return f;
+  if (auto gone = bus.delete_queue_consumer(routing::consumer_name(name)); !gone) return from_bus(gone.error());
+  if (auto f = delete_key(bus, key)) return f;
   if (def.expires) {
-    if (auto f = delete_key(b, routing::use_key(name))) return f;
+    if (auto f = delete_key(bus, routing::use_key(name))) return f;
   }
-  return reap_auto_delete_exchanges(b, bound_exchanges(def));
+  return reap_auto_delete_exchanges(b, bus, bound_exchanges(def));
 }
 
 }  // namespace
 
-std::variant<bool, failure> exchange_in_use(broker& b, const std::string& exchange) {
-  auto bucket = read_bucket(b);
+std::variant<bool, failure> exchange_in_use(bus::client& bus, const std::string& exchange) {
+  auto bucket = read_bucket(bus);
   if (auto* f = std::get_if<failure>(&bucket)) return *f;
   return std::get<routing::topology>(bucket).has_bindings(exchange);
 }
 
-std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exchange,
+std::optional<failure> drop_exchange_bindings(broker& b, bus::client& bus, const std::string& exchange,
                                               std::optional<routing::exchange_kind> kind) {
   // The bucket's list: bindings another replica wrote a moment ago go too.
-  auto bucket = read_bucket(b);
+  auto bucket = read_bucket(bus);
   if (auto* f = std::get_if<failure>(&bucket)) return *f;
   const auto queues = std::get<routing::topology>(bucket).queues_bound_to(exchange);
   if (queues.empty()) return std::nullopt;
-  auto until = b.bus().last_sequence();
+  auto until = bus.last_sequence();
   if (!until) return from_bus(until.error());
   for (const auto& queue : queues) {
-    auto updated = update_queue(b, queue, [&](routing::queue_def& def) {
+    auto updated = update_queue(b, bus, queue, [&](routing::queue_def& def) {
       auto before = def.bindings.size();
       std::erase_if(def.bindings, [&](const routing::binding& x) {
         if (x.exchange != exchange) return false;
@@ -233,16 +233,16 @@ std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exch
       return def.bindings.size() != before;
     });
     if (auto* f = std::get_if<failure>(&updated)) return *f;
-    if (auto f = converge_consumer(b, queue)) return f;
+    if (auto f = converge_consumer(b, bus, queue)) return f;
   }
   return std::nullopt;
 }
 
-std::variant<update_status, failure> add_binding(broker& b, const std::string& queue, const std::string& exchange,
+std::variant<update_status, failure> add_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                                  const std::string& key) {
-  auto after = b.bus().last_sequence();
+  auto after = bus.last_sequence();
   if (!after) return from_bus(after.error());
-  auto updated = update_queue(b, queue, [&](routing::queue_def& def) {
+  auto updated = update_queue(b, bus, queue, [&](routing::queue_def& def) {
     for (const auto& x : def.bindings)
       if (x.names(exchange, key)) return false;  // bound already: it keeps its window
     def.bindings.push_back(routing::binding{exchange, key, *after});
@@ -250,23 +250,23 @@ std::variant<update_status, failure> add_binding(broker& b, const std::string& q
   });
   if (std::holds_alternative<failure>(updated) || std::get<update_status>(updated) == update_status::absent)
     return updated;
-  if (auto failed = converge_consumer(b, queue)) return *failed;
+  if (auto failed = converge_consumer(b, bus, queue)) return *failed;
   // Usually nothing published before the bind is left for the consumer to read: no window then.
-  auto narrowed = narrow_windows(b, queue);
+  auto narrowed = narrow_windows(b, bus, queue);
   if (auto* f = std::get_if<failure>(&narrowed)) return *f;
   return updated;
 }
 
-std::optional<failure> remove_binding(broker& b, const std::string& queue, const std::string& exchange,
+std::optional<failure> remove_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                       const std::string& key) {
-  auto until = b.bus().last_sequence();
+  auto until = bus.last_sequence();
   if (!until) return from_bus(until.error());
   const auto kind = b.read_topology([&](const routing::topology& t) -> std::optional<routing::exchange_kind> {
     const auto* def = t.find_exchange(exchange);
     return def ? std::optional{def->kind} : std::nullopt;
   });
   bool removed = false;  // by the attempt that was written
-  auto updated = update_queue(b, queue, [&](routing::queue_def& def) {
+  auto updated = update_queue(b, bus, queue, [&](routing::queue_def& def) {
     removed = false;
     std::erase_if(def.bindings, [&](const routing::binding& x) {
       if (!x.names(exchange, key)) return false;
@@ -277,31 +277,31 @@ std::optional<failure> remove_binding(broker& b, const std::string& queue, const
   });
   if (auto* f = std::get_if<failure>(&updated)) return *f;
   if (std::get<update_status>(updated) == update_status::absent) return std::nullopt;
-  if (auto failed = converge_consumer(b, queue)) return failed;
+  if (auto failed = converge_consumer(b, bus, queue)) return failed;
   if (!removed) return std::nullopt;
   // A queue holding nothing the binding routed lets its filters go at once.
-  auto narrowed = narrow_windows(b, queue);
+  auto narrowed = narrow_windows(b, bus, queue);
   if (auto* f = std::get_if<failure>(&narrowed)) return *f;
   // An auto-delete exchange goes with its last binding (RabbitMQ).
-  return reap_auto_delete_exchanges(b, {exchange});
+  return reap_auto_delete_exchanges(b, bus, {exchange});
 }
 
 namespace {
 
 // Has the consumer, at `passed` with nothing outstanding but `info` says, left behind everything
 // `filters` match up to `until`? Then no message of that window can reach it any more.
-std::variant<bool, failure> nothing_left(broker& b, const std::vector<std::string>& filters, std::uint64_t passed,
+std::variant<bool, failure> nothing_left(bus::client& bus, const std::vector<std::string>& filters, std::uint64_t passed,
                                          std::uint64_t until) {
   if (passed >= until) return true;
-  auto next = b.bus().next_message(passed + 1, filters);
+  auto next = bus.next_message(passed + 1, filters);
   if (!next) return from_bus(next.error());
   return !*next || (*next)->seq > until;
 }
 
 }  // namespace
 
-std::variant<bool, failure> narrow_windows(broker& b, const std::string& queue) {
-  auto info = b.bus().queue_info(routing::consumer_name(queue));
+std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const std::string& queue) {
+  auto info = bus.queue_info(routing::consumer_name(queue));
   if (!info) {
     if (info.error().kind == bus::bus_errc::not_found) return false;
     return from_bus(info.error());
@@ -318,7 +318,7 @@ std::variant<bool, failure> narrow_windows(broker& b, const std::string& queue) 
     if (x.after == 0) continue;
     const auto filters = b.read_topology([&](const routing::topology& t) { return t.filters_of(x); });
     if (filters.empty()) continue;
-    auto left = nothing_left(b, filters, passed, x.after);
+    auto left = nothing_left(bus, filters, passed, x.after);
     if (auto* f = std::get_if<failure>(&left)) return *f;
     if (std::get<bool>(left)) opened.push_back(x);
   }
@@ -328,14 +328,14 @@ std::variant<bool, failure> narrow_windows(broker& b, const std::string& queue) 
   for (const auto& r : def->retired) {
     bool settled = info->ack_floor_stream_seq >= r.until;
     if (!settled && info->num_ack_pending == 0) {
-      auto left = nothing_left(b, r.filters, passed, r.until);
+      auto left = nothing_left(bus, r.filters, passed, r.until);
       if (auto* f = std::get_if<failure>(&left)) return *f;
       settled = std::get<bool>(left);
     }
     if (settled) done.push_back(r);
   }
   if (opened.empty() && done.empty()) return false;
-  auto updated = update_queue(b, queue, [&](routing::queue_def& d) {
+  auto updated = update_queue(b, bus, queue, [&](routing::queue_def& d) {
     bool changed = false;
     for (auto& x : d.bindings) {
       if (x.after != 0 && std::find(opened.begin(), opened.end(), x) != opened.end()) {
@@ -351,11 +351,11 @@ std::variant<bool, failure> narrow_windows(broker& b, const std::string& queue) 
   });
   if (auto* f = std::get_if<failure>(&updated)) return *f;
   if (done.empty() || std::get<update_status>(updated) == update_status::absent) return true;
-  if (auto failed = converge_consumer(b, queue)) return *failed;
+  if (auto failed = converge_consumer(b, bus, queue)) return *failed;
   return true;
 }
 
-std::optional<failure> reap_auto_delete_exchanges(broker& b, const std::vector<std::string>& exchanges) {
+std::optional<failure> reap_auto_delete_exchanges(broker& b, bus::client& bus, const std::vector<std::string>& exchanges) {
   // Whether an exchange is auto-delete never changes once declared, so the mirror rules most
   // out at no cost; one it does not know yet (declared on another replica) may be.
   std::vector<std::string> candidates;
@@ -366,54 +366,54 @@ std::optional<failure> reap_auto_delete_exchanges(broker& b, const std::vector<s
     }
   });
   if (candidates.empty()) return std::nullopt;
-  auto bucket = read_bucket(b);  // the bucket decides "no binding left", not the mirror
+  auto bucket = read_bucket(bus);  // the bucket decides "no binding left", not the mirror
   if (auto* f = std::get_if<failure>(&bucket)) return *f;
   const auto& now = std::get<routing::topology>(bucket);
   for (const auto& name : candidates) {
     const auto* def = now.find_exchange(name);
     if (def == nullptr || !def->auto_delete || now.has_bindings(name)) continue;
     b.write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
-    if (auto f = delete_key(b, routing::exchange_key(name))) return f;
+    if (auto f = delete_key(bus, routing::exchange_key(name))) return f;
   }
   return std::nullopt;
 }
 
-std::optional<failure> remove_entry(broker& b, const std::string& key) {
+std::optional<failure> remove_entry(broker& b, bus::client& bus, const std::string& key) {
   auto parsed = routing::parse_bucket_key(key);
   if (!parsed) return failure{"bucket key '" + key + "' names neither an exchange nor a queue"};
-  if (parsed->what == routing::bucket_key::kind::queue) return remove_queue(b, key, parsed->name);
-  if (parsed->what == routing::bucket_key::kind::use) return delete_key(b, key);
+  if (parsed->what == routing::bucket_key::kind::queue) return remove_queue(b, bus, key, parsed->name);
+  if (parsed->what == routing::bucket_key::kind::use) return delete_key(bus, key);
   // Its kind, read before it goes, spells the filters of the bindings it retires.
   std::optional<routing::exchange_kind> kind;
-  if (auto current = b.bus().kv_get(key)) {
+  if (auto current = bus.kv_get(key)) {
     if (auto def = routing::parse_exchange(current->value)) kind = def->kind;
   } else if (current.error().kind != bus::bus_errc::not_found) {
     return from_bus(current.error());
   }
-  if (auto f = delete_key(b, key)) return f;
-  return drop_exchange_bindings(b, parsed->name, kind);
+  if (auto f = delete_key(bus, key)) return f;
+  return drop_exchange_bindings(b, bus, parsed->name, kind);
 }
 
-std::variant<std::uint64_t, failure> pending_messages(broker& b, const std::string& queue) {
-  auto info = b.bus().queue_info(routing::consumer_name(queue));
-  if (info) return message_count(b, queue, *info);
+std::variant<std::uint64_t, failure> pending_messages(broker& b, bus::client& bus, const std::string& queue) {
+  auto info = bus.queue_info(routing::consumer_name(queue));
+  if (info) return message_count(b, bus, queue, *info);
   if (info.error().kind == bus::bus_errc::not_found) return std::uint64_t{0};
   return from_bus(info.error());
 }
 
-std::variant<std::uint64_t, failure> message_count(broker& b, const std::string& queue, const bus::queue_info& info) {
+std::variant<std::uint64_t, failure> message_count(broker& b, bus::client& bus, const std::string& queue, const bus::queue_info& info) {
   const auto windows = b.read_topology([&](const routing::topology& t) { return t.queue_windows(queue); });
   const bool windowed =
       std::any_of(windows.begin(), windows.end(), [](const auto& w) { return w.after != 0 || w.until != 0; });
   // The consumer's own count is exact, or the server counts afresh (bus::client::exact_filtered_counts).
-  const bool recount = !b.bus().exact_filtered_counts() && windows.size() > 1;
+  const bool recount = !bus.exact_filtered_counts() && windows.size() > 1;
   if (!windowed && !recount) return info.ready();
   const std::uint64_t passed = info.delivered_stream_seq;
   std::set<std::uint64_t> outside;  // a message two windows' filters match is walked twice
   // Walks the messages from `from` up to `to` (0: the stream's end) that `w` could route.
   auto walk = [&](const routing::route_window& w, std::uint64_t from, std::uint64_t to) -> std::optional<failure> {
     while (to == 0 || from <= to) {
-      auto next = b.bus().next_message(from, w.filters);
+      auto next = bus.next_message(from, w.filters);
       if (!next) return from_bus(next.error());
       if (!*next || (to != 0 && (*next)->seq > to)) break;
       if (!routing::admitted(windows, (*next)->subject, (*next)->seq)) outside.insert((*next)->seq);
@@ -429,19 +429,19 @@ std::variant<std::uint64_t, failure> message_count(broker& b, const std::string&
   }
   std::uint64_t undelivered = info.num_pending;
   if (recount) {
-    auto stored = b.bus().count_stored(passed + 1, b.filters_of(queue));
+    auto stored = bus.count_stored(passed + 1, b.filters_of(queue));
     if (!stored) return from_bus(stored.error());
     undelivered = *stored;
   }
   return undelivered - std::min<std::uint64_t>(undelivered, outside.size()) + info.requeued();
 }
 
-std::variant<std::uint64_t, failure> purge(broker& b, const std::string& queue) {
-  auto info = b.bus().queue_info(routing::consumer_name(queue));
+std::variant<std::uint64_t, failure> purge(broker& b, bus::client& bus, const std::string& queue) {
+  auto info = bus.queue_info(routing::consumer_name(queue));
   if (!info) return from_bus(info.error());
-  auto count = message_count(b, queue, *info);
+  auto count = message_count(b, bus, queue, *info);
   if (std::holds_alternative<failure>(count)) return count;
-  if (auto purged = b.bus().purge_queue(routing::consumer_name(queue), b.filters_of(queue), b.sharing_of(queue)); !purged)
+  if (auto purged = bus.purge_queue(routing::consumer_name(queue), b.filters_of(queue), b.sharing_of(queue)); !purged)
     return from_bus(purged.error());
   return count;
 }

@@ -7,6 +7,10 @@
 // and re-apply on conflict, so two replicas binding one queue at once both survive (the
 // reference's unconditional Put lost one of them).
 //
+// Each function takes the bus client the work goes through: a connection's, so that the bus's
+// permissions for the connection's user decide (a refusal is a failure marked `denied`), or the
+// broker's own for its housekeeping.
+//
 // Transient entries (non-durable, or exclusive) carry the declaring node's name in an extra
 // JSON member "node" (routing's parser ignores unknown members, and so does the Go reference).
 #include <cstdint>
@@ -19,7 +23,10 @@
 
 #include "amqp/routing/topology.hpp"
 
-namespace amqp::bus { struct queue_info; }
+namespace amqp::bus {
+class client;
+struct queue_info;
+}  // namespace amqp::bus
 
 namespace amqp::broker {
 
@@ -38,13 +45,16 @@ std::string node_of(std::string_view json);
 // What a create found: `created` (this process wrote it), the definition already there
 // (someone declared it first: the caller compares), or a failure sentence.
 struct created {};
-struct failure { std::string text; };
+struct failure {
+  std::string text;
+  bool denied = false;  // the bus refused the client's user (403 ACCESS_REFUSED)
+};
 template <class Def>
 using create_outcome = std::variant<created, Def, failure>;
 
-create_outcome<routing::exchange_def> create_exchange(broker& b, const std::string& name,
+create_outcome<routing::exchange_def> create_exchange(broker& b, bus::client& bus, const std::string& name,
                                                       const routing::exchange_def& def);
-create_outcome<routing::queue_def> create_queue(broker& b, const std::string& name,
+create_outcome<routing::queue_def> create_queue(broker& b, bus::client& bus, const std::string& name,
                                                 const routing::queue_def& def);
 
 // Revision-checked read-modify-write of a queue's value. `change` edits the definition and
@@ -52,26 +62,26 @@ create_outcome<routing::queue_def> create_queue(broker& b, const std::string& na
 // when the queue is not in the bucket; otherwise the failure sentence.
 enum class update_status { done, absent };
 std::variant<update_status, failure> update_queue(
-    broker& b, const std::string& name, const std::function<bool(routing::queue_def&)>& change);
+    broker& b, bus::client& bus, const std::string& name, const std::function<bool(routing::queue_def&)>& change);
 
 // Reads one key into the mirror (a miss in the mirror may be a declaration on another replica
 // whose watch update has not arrived yet). True when the key exists.
-std::variant<bool, failure> refresh(broker& b, const std::string& key);
+std::variant<bool, failure> refresh(broker& b, bus::client& bus, const std::string& key);
 
 // Makes the queue's bus consumer carry the queue's current filters. Re-reads the bucket after
 // ensuring and repeats when the value changed meanwhile, so concurrent binds on two replicas
 // converge on the union instead of the last writer's view.
-std::optional<failure> converge_consumer(broker& b, const std::string& queue);
+std::optional<failure> converge_consumer(broker& b, bus::client& bus, const std::string& queue);
 
 // True when some queue, declared through any replica, has a binding to `exchange`: the
 // bucket's answer (bindings live in the `q.<name>` values), not the mirror's, whose watch may
 // trail another replica's bind-ok. For exchange.delete if-unused.
-std::variant<bool, failure> exchange_in_use(broker& b, const std::string& exchange);
+std::variant<bool, failure> exchange_in_use(bus::client& bus, const std::string& exchange);
 
 // Removes an exchange's bindings from every queue that has one (a deleted exchange takes its
 // bindings with it, as in RabbitMQ; otherwise re-declaring the name would revive them). With
 // the exchange's kind known, each binding is retired (retire_binding): what it routed stays.
-std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exchange,
+std::optional<failure> drop_exchange_bindings(broker& b, bus::client& bus, const std::string& exchange,
                                               std::optional<routing::exchange_kind> kind);
 
 // queue.bind and queue.unbind in the bucket and on the queue's consumer. AMQP routes at
@@ -79,35 +89,35 @@ std::optional<failure> drop_exchange_bindings(broker& b, const std::string& exch
 // stream's last sequence now, and a removed one keeps its filters on the consumer until the
 // consumer has passed what it routed. Call them once the channel's own publishes are stored.
 // An unbind takes an auto-delete exchange with its last binding.
-std::variant<update_status, failure> add_binding(broker& b, const std::string& queue, const std::string& exchange,
+std::variant<update_status, failure> add_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                                  const std::string& key);
-std::optional<failure> remove_binding(broker& b, const std::string& queue, const std::string& exchange,
+std::optional<failure> remove_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                       const std::string& key);
 
 // Narrows a windowed queue's routes to what its consumer has not passed: an `after` it passed
 // is cleared, and a retired binding whose messages are all acked goes, with its filters. True
 // when something was narrowed.
-std::variant<bool, failure> narrow_windows(broker& b, const std::string& queue);
+std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const std::string& queue);
 
 // RabbitMQ's auto-delete exchange: it goes when its last binding goes (an unbind, or the
 // deletion of the queue that held it), never merely for having had none. Call it after
 // bindings to `exchanges` were removed: each that is auto-delete and now bound by no queue
 // of the bucket is deleted.
-std::optional<failure> reap_auto_delete_exchanges(broker& b, const std::vector<std::string>& exchanges);
+std::optional<failure> reap_auto_delete_exchanges(broker& b, bus::client& bus, const std::vector<std::string>& exchanges);
 
 // Deletes a whole entry from the bus: for a queue its consumer and key (then the auto-delete
 // exchanges it was the last binding of), for an exchange its key and its bindings. Absent
 // is success.
-std::optional<failure> remove_entry(broker& b, const std::string& key);
+std::optional<failure> remove_entry(broker& b, bus::client& bus, const std::string& key);
 
 // How many messages the queue holds ready for delivery (0 when its consumer is absent).
-std::variant<std::uint64_t, failure> pending_messages(broker& b, const std::string& queue);
+std::variant<std::uint64_t, failure> pending_messages(broker& b, bus::client& bus, const std::string& queue);
 // The same from counts already read: what the consumer counts ready (bus::queue_info::ready)
 // less what it has still to pass outside every route's window (published before a bind, or
 // after an unbind, and kept in the stream for another queue): those it would only drop.
-std::variant<std::uint64_t, failure> message_count(broker& b, const std::string& queue, const bus::queue_info& info);
+std::variant<std::uint64_t, failure> message_count(broker& b, bus::client& bus, const std::string& queue, const bus::queue_info& info);
 // queue.purge: the count (message_count), then the queue's messages are dropped.
-std::variant<std::uint64_t, failure> purge(broker& b, const std::string& queue);
+std::variant<std::uint64_t, failure> purge(broker& b, bus::client& bus, const std::string& queue);
 
 }  // namespace store
 }  // namespace amqp::broker

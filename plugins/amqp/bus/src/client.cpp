@@ -26,6 +26,34 @@ bus_result<std::shared_ptr<client>> client::open(const client_options& options) 
   return std::shared_ptr<client>{std::move(c)};
 }
 
+}  // namespace amqp::bus
+
+namespace amqp::bus::detail {
+
+bus_result<std::shared_ptr<client>> client_impl::sign_in(const credentials& who,
+                                                         std::chrono::steady_clock::time_point deadline) {
+  client_options options = options_;
+  options.who = who;
+  options.deadline = deadline;
+  options.replicas = replicas_;
+  options.reclaim_unacked = false;
+  options.connection_name = options_.connection_name + (who.user.empty() ? ":token" : ":" + who.user);
+  auto c = std::make_shared<client_impl>(std::move(options));
+  auto done = c->dial();
+  if (done) done = c->bind_as_signed_in(*this);
+  if (done) done = c->start_inbox();
+  if (done) done = c->check_inbox_permitted();
+  if (!done) {
+    c->close();
+    return done.error();
+  }
+  return std::shared_ptr<client>{std::move(c)};
+}
+
+}  // namespace amqp::bus::detail
+
+namespace amqp::bus {
+
 void client::close_and_release(std::shared_ptr<client>& bus, std::chrono::steady_clock::time_point deadline) {
   if (!bus) return;
   bus->close();

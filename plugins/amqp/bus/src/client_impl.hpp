@@ -76,6 +76,9 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   void stop() override;
   const std::string& queue() const override { return queue_; }
 
+  // Any thread: the bus refused this client's user the queue's pull requests; reported to the
+  // executor as a denied event.
+  void post_denied(std::string text);
   // Any thread: the bus connection came back. Requests may have died with the old one, or
   // not: the inbox is replaced, which ends them for certain.
   void post_rotate();
@@ -165,6 +168,13 @@ class client_impl final : public client {
   bus_status match_replicas(const std::string& step, const std::string& stream, const json& info);
   bus_status start_inbox();
   bus_status reclaim_unacked();
+  // sign_in's steps: the signed-in user sees the service's stream and bucket, and receives
+  // the answers to its requests.
+  bus_status bind_as_signed_in(const client_impl& service);
+  bus_status check_inbox_permitted();
+
+  bus_result<std::shared_ptr<client>> sign_in(const credentials& who,
+                                              std::chrono::steady_clock::time_point deadline) override;
 
   bus_result<topology_watch> watch_topology(
       boost::asio::any_io_executor ex, on_change_fn on_change,
@@ -284,7 +294,10 @@ class client_impl final : public client {
   // Blocking, on the control connection. A request nobody answers at the moment ("no
   // responders": a stream, the bucket or the meta layer electing a leader) is made again, 100 ms
   // apart, within the request timeout; the last status is returned.
-  natsStatus request_through_elections(const std::function<natsStatus(int timeout_ms)>& attempt);
+  // A request whose subject the bus denied this client's user (on_async_error) ends
+  // NATS_NOT_PERMITTED once it times out.
+  natsStatus request_through_elections(const std::string& subject,
+                                       const std::function<natsStatus(int timeout_ms)>& attempt);
   bus_result<connection_ptr> connect(const std::string& step, const std::string& name, bool send_at_once);
   int request_timeout_ms() const;
   int remaining_ms() const;  // until options_.deadline, at least 1
@@ -323,6 +336,13 @@ class client_impl final : public client {
   static void on_inbox_msg(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
   static void on_inbox_complete(void* closure);
   static void on_reconnected(natsConnection*, void* closure);
+  static void on_async_error(natsConnection*, natsSubscription*, natsStatus err, void* closure);
+  // A permissions violation: publishes in flight to `subject` fail (kind denied), pullers whose
+  // pull requests it was are told, and requests to it end denied (denied_since).
+  void permission_denied(bool subscribing, const std::string& subject);
+  bool denied_since(bool subscribing, const std::string& subject, std::chrono::steady_clock::time_point since);
+  std::string denied_text(bool subscribing, const std::string& subject) const;
+  std::string user_text() const;  // "user 'alice'", for messages
   void route_inbox(natsMsg* msg);
   void complete_publish(std::uint64_t id, bus_status status);
   void complete_direct(std::uint64_t id, bool received);
@@ -383,6 +403,14 @@ class client_impl final : public client {
   mutable std::mutex held_mutex_;
   held_deliveries held_;
   std::unordered_set<std::string> unsynced_;  // queues settled since their last sync
+
+  struct denial {
+    bool subscribing = false;
+    std::string subject;
+    std::chrono::steady_clock::time_point at{};
+  };
+  std::mutex denials_mutex_;
+  std::deque<denial> denials_;  // the latest permissions violations, oldest first
 
   std::mutex probe_mutex_;  // one probe at a time (stream_signals.cpp)
   bool probe_created_ = false;

@@ -45,6 +45,16 @@ std::vector<std::string> split_servers(const std::string& url) {
   return out;
 }
 
+// "nats://svc:secret@host:4222" → "nats://host:4222": nats.c prefers a URL's user to the
+// options', so a client signed in as someone else dials the bare address.
+std::string without_user(const std::string& url) {
+  const auto scheme = url.find("://");
+  const auto from = scheme == std::string::npos ? 0 : scheme + 3;
+  const auto at = url.find('@', from);
+  if (at == std::string::npos || url.find('/', from) < at) return url;
+  return url.substr(0, from) + url.substr(at + 1);
+}
+
 }  // namespace
 
 const char* const no_jetstream_text =
@@ -57,7 +67,10 @@ client_impl::client_impl(client_options options)
       workers_(std::make_unique<boost::asio::thread_pool>(
           static_cast<std::size_t>(std::max(1, options_.worker_threads)))) {
   servers_ = split_servers(options_.url);
-  url_text_ = options_.url;
+  if (options_.who)
+    for (auto& server : servers_) server = without_user(server);
+  url_text_.clear();
+  for (const auto& server : servers_) url_text_ += (url_text_.empty() ? "" : ",") + without_user(server);
 }
 
 client_impl::~client_impl() {
@@ -147,14 +160,77 @@ bus_result<connection_ptr> client_impl::connect(const std::string& step, const s
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts.get(), 500);
   // The pullers' subscriptions live on the control connection.
   if (s == NATS_OK && send_at_once) s = natsOptions_SetReconnectedCB(opts.get(), &client_impl::on_reconnected, this);
-  if (s == NATS_OK && !options_.creds_file.empty())
+  if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts.get(), &client_impl::on_async_error, this);
+  if (s == NATS_OK && options_.who) {
+    const auto& who = *options_.who;
+    s = who.user.empty() ? natsOptions_SetToken(opts.get(), who.password.c_str())
+                         : natsOptions_SetUserInfo(opts.get(), who.user.c_str(), who.password.c_str());
+  } else if (s == NATS_OK && !options_.creds_file.empty()) {
     s = natsOptions_SetUserCredentialsFromFiles(opts.get(), options_.creds_file.c_str(), nullptr);
+  }
   if (s != NATS_OK) return nats_failure(step, s);
 
   natsConnection* nc = nullptr;
   s = natsConnection_Connect(&nc, opts.get());
   if (s != NATS_OK) return nats_failure(step, s);
   return connection_ptr{nc};
+}
+
+// nats thread: the server refused something this client sent (`-ERR 'Permissions Violation for
+// Publish to "<subject>"'`, or `Subscription to`). The server says nothing else: a publish or
+// request to that subject is never answered, so it is failed here instead of timing out.
+void client_impl::on_async_error(natsConnection*, natsSubscription*, natsStatus err, void* closure) {
+  if (err != NATS_NOT_PERMITTED) return;
+  natsStatus last = NATS_OK;
+  const char* text = nats_GetLastError(&last);  // this error's text (nats.c sets it for the callback)
+  if (text == nullptr || last != err) return;
+  const std::string_view error{text};
+  const auto open = error.find('"');
+  const auto close = error.rfind('"');
+  if (open == std::string_view::npos || close <= open) return;
+  const bool subscribing = error.find("Subscription") != std::string_view::npos;
+  static_cast<client_impl*>(closure)->permission_denied(subscribing, std::string{error.substr(open + 1, close - open - 1)});
+}
+
+void client_impl::permission_denied(bool subscribing, const std::string& subject) {
+  constexpr std::size_t remembered = 256;
+  {
+    std::lock_guard lock{denials_mutex_};
+    denials_.push_back({subscribing, subject, std::chrono::steady_clock::now()});
+    if (denials_.size() > remembered) denials_.pop_front();
+  }
+  if (subscribing) return;
+  std::vector<std::uint64_t> publishes;
+  std::vector<std::shared_ptr<puller_impl>> pullers;
+  const std::string next_prefix = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + ".";
+  const std::string queue = subject.starts_with(next_prefix) ? subject.substr(next_prefix.size()) : std::string{};
+  {
+    std::lock_guard lock{mutex_};
+    for (const auto& [id, p] : in_flight_)
+      if (p.subject == subject) publishes.push_back(id);
+    for (auto& [key, weak] : pullers_)
+      if (auto p = weak.lock(); p && !queue.empty() && p->queue() == queue) pullers.push_back(std::move(p));
+  }
+  for (auto id : publishes)
+    complete_publish(id, failure("publish to " + subject, denied_text(false, subject), bus_errc::denied));
+  for (auto& p : pullers) p->post_denied(denied_text(false, subject));
+}
+
+std::string client_impl::denied_text(bool subscribing, const std::string& subject) const {
+  return "the bus does not let " + user_text() + (subscribing ? " subscribe to " : " publish to ") + subject +
+         " (a permissions violation; grant it in the server's authorization for that user)";
+}
+
+std::string client_impl::user_text() const {
+  if (!options_.who) return "the adaptor's own user";
+  return options_.who->user.empty() ? std::string{"the token's user"} : "user '" + options_.who->user + "'";
+}
+
+bool client_impl::denied_since(bool subscribing, const std::string& subject, std::chrono::steady_clock::time_point since) {
+  std::lock_guard lock{denials_mutex_};
+  return std::any_of(denials_.begin(), denials_.end(), [&](const denial& d) {
+    return d.subscribing == subscribing && d.subject == subject && d.at >= since;
+  });
 }
 
 bus_result<json> parse_api_reply(std::string_view step, natsMsg* reply) {
@@ -184,24 +260,29 @@ bus_result<json> client_impl::api(std::string_view step, const std::string& api_
   const std::string payload = body.is_null() ? std::string{} : body.dump();
   const std::string subject = "$JS.API." + api_subject;
   natsMsg* raw = nullptr;
-  natsStatus s = request_through_elections([&](int timeout_ms) {
+  natsStatus s = request_through_elections(subject, [&](int timeout_ms) {
     natsMsg_Destroy(std::exchange(raw, nullptr));  // an earlier attempt's, if any
     return natsConnection_Request(&raw, control_.get(), subject.c_str(), payload.data(),
                                   static_cast<int>(payload.size()), timeout_ms);
   });
   msg_ptr reply{raw};
   if (s == NATS_NO_RESPONDERS) return failure(step, no_jetstream_text);
+  if (s == NATS_NOT_PERMITTED) return failure(step, denied_text(false, subject), bus_errc::denied);
   if (s != NATS_OK) return nats_failure(step, s);
   return parse_api_reply(step, reply.get());
 }
 
-natsStatus client_impl::request_through_elections(const std::function<natsStatus(int timeout_ms)>& attempt) {
+natsStatus client_impl::request_through_elections(const std::string& subject,
+                                                  const std::function<natsStatus(int timeout_ms)>& attempt) {
   constexpr auto pause = std::chrono::milliseconds{100};
-  const auto deadline = std::chrono::steady_clock::now() + options_.request_timeout;
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + options_.request_timeout;
   bool unanswered = false;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     const natsStatus s = attempt(static_cast<int>(std::max<std::int64_t>(1, left.count())));
+    // A request the server refused is never answered: the refusal came as an error of its own.
+    if (s == NATS_TIMEOUT && denied_since(false, subject, started)) return NATS_NOT_PERMITTED;
     // The last attempt has what is left of the timeout, maybe a millisecond: running out of it
     // says less than the "no responders" the attempts before it heard.
     if (s == NATS_TIMEOUT && unanswered) return NATS_NO_RESPONDERS;

@@ -10,6 +10,8 @@ bus_errc kind_of(natsStatus s, int js_code) {
   switch (s) {
     case NATS_NOT_FOUND: return bus_errc::not_found;
     case NATS_TIMEOUT: return bus_errc::timeout;
+    case NATS_CONNECTION_AUTH_FAILED:
+    case NATS_NOT_PERMITTED: return bus_errc::denied;
     default: return bus_errc::failed;
   }
 }

@@ -327,6 +327,14 @@ void puller_impl::rotate() {
   send_wanted();
 }
 
+void puller_impl::post_denied(std::string text) {
+  boost::asio::post(ex_, [weak = weak_from_this(), text = std::move(text)]() mutable {
+    auto self = weak.lock();
+    if (!self || self->stopped_ || !self->callbacks_.on_event) return;
+    self->callbacks_.on_event(pull_event{pull_status::denied, 403, std::move(text), 0});
+  });
+}
+
 void puller_impl::post_rotate() {
   boost::asio::post(ex_, [weak = weak_from_this()] {
     if (auto self = weak.lock()) self->rotate();

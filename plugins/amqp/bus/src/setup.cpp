@@ -105,6 +105,45 @@ bus_status client_impl::ensure_bucket() {
   return bus_ok();
 }
 
+// A signed-in user must be of the service's account (where stream AMQP and bucket amqp are): a
+// user of another account has a JetStream of its own, in which neither exists. Its facts are the
+// service's (the same servers).
+bus_status client_impl::bind_as_signed_in(const client_impl& service) {
+  const std::string step = "stream " + std::string{stream_name} + " as " + user_text();
+  auto info = api(step, std::string{"STREAM.INFO."} + stream_name, nullptr);
+  if (!info && info.error().kind == bus_errc::not_found)
+    return failure(step, "the user's account has no stream " + std::string{stream_name} +
+                             ": the user must belong to the NATS account of the adaptor's own user", bus_errc::denied);
+  if (!info) return info.error();
+  kvStore* kv = nullptr;
+  const auto started = std::chrono::steady_clock::now();
+  if (natsStatus s = js_KeyValue(&kv, js_.get(), bucket_name); s != NATS_OK) {
+    const std::string kv_info = std::string{"$JS.API.STREAM.INFO.KV_"} + bucket_name;
+    if (s == NATS_TIMEOUT && denied_since(false, kv_info, started))
+      return failure("bucket " + std::string{bucket_name} + " as " + user_text(), denied_text(false, kv_info), bus_errc::denied);
+    return nats_failure("bucket " + std::string{bucket_name} + " as " + user_text(), s);
+  }
+  kv_.reset(kv);
+  overlapping_filters_ = service.overlapping_filters_;
+  pinned_groups_ = service.pinned_groups_;
+  return bus_ok();
+}
+
+// The server refuses a subscription after accepting it, with an error of its own that precedes
+// the answer to start_inbox's flush: the connection holds it as its last error by now.
+bus_status client_impl::check_inbox_permitted() {
+  for (natsConnection* nc : {conn_.get(), control_.get()}) {
+    const char* text = nullptr;
+    if (natsConnection_GetLastError(nc, &text) == NATS_NOT_PERMITTED && text != nullptr &&
+        std::string_view{text}.find("Subscription") != std::string_view::npos)
+      return failure("reply subscription",
+                     "the bus does not let " + user_text() + " receive the answers to its requests (" + text +
+                         "); grant it subscribe on _INBOX.>",
+                     bus_errc::denied);
+  }
+  return bus_ok();
+}
+
 // nats-server before 2.14 refuses a consumer whose filters overlap without one containing the
 // other (JetStream error 10138); later ones take it and deliver a message matching both once.
 // Asked of the server itself; the probe consumer is deleted at once either way.

@@ -186,7 +186,7 @@ bus_result<std::uint64_t> client_impl::kv_put_expecting(const std::string& step,
   if (s != NATS_OK) return nats_failure(step, s);
   natsMsg* reply_raw = nullptr;
   s = request_through_elections(
-      [&](int timeout_ms) {
+      kv_subject(key), [&](int timeout_ms) {
         natsMsg_Destroy(std::exchange(reply_raw, nullptr));  // an earlier attempt's, if any
         return natsConnection_RequestMsg(&reply_raw, control_.get(), msg.get(), timeout_ms);
       });
@@ -194,6 +194,7 @@ bus_result<std::uint64_t> client_impl::kv_put_expecting(const std::string& step,
   if (s == NATS_NO_RESPONDERS)
     return failure(step, "nothing stores the key, not even after the request timeout: the bucket is electing a "
                          "leader (retry) or was deleted");
+  if (s == NATS_NOT_PERMITTED) return failure(step, denied_text(false, kv_subject(key)), bus_errc::denied);
   if (s != NATS_OK) return nats_failure(step, s);
   auto ack = parse_api_reply(step, reply.get());
   if (!ack) return ack.error();
@@ -230,7 +231,11 @@ bus_status client_impl::kv_delete(const std::string& key) {
   const std::string step = "delete topology key " + key;
   if (!valid_key(key)) return failure(step, "not a valid key");
   if (closed_) return failure(step, "bus client is closed");
-  if (natsStatus s = kvStore_Delete(kv_.get(), key.c_str()); s != NATS_OK) return nats_failure(step, s);
+  const auto started = std::chrono::steady_clock::now();
+  natsStatus s = kvStore_Delete(kv_.get(), key.c_str());
+  if (s == NATS_TIMEOUT && denied_since(false, kv_subject(key), started))
+    return failure(step, denied_text(false, kv_subject(key)), bus_errc::denied);
+  if (s != NATS_OK) return nats_failure(step, s);
   return bus_ok();
 }
 

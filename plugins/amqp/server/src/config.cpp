@@ -1,5 +1,6 @@
 #include "config.hpp"
 
+#include <boost/asio/ip/address.hpp>
 #include <charconv>
 #include <fstream>
 #include <utility>
@@ -86,6 +87,24 @@ config_result read_config(const env_lookup& env) {
       return refusal("CLOUD_AMQP_NAMES", *names,
                      "hip (HIP-1326 §2: one subject word of [A-Za-z0-9_-]) or escaped (every name RabbitMQ accepts)");
     config.names = *rules;
+  }
+  if (auto auth = env("CLOUD_AMQP_AUTH")) {
+    if (*auth == "none") {
+      config.auth = server_config::auth_mode::none;
+    } else if (*auth == "bus") {
+      config.auth = server_config::auth_mode::bus;
+    } else {
+      return refusal("CLOUD_AMQP_AUTH", *auth,
+                     "none (anyone may connect, on a loopback CLOUD_AMQP_HOST only) or bus (the bus checks "
+                     "each connection's user and password)");
+    }
+  }
+  // Secure by default: a listener others can reach asks who connects.
+  boost::system::error_code ec;
+  const auto address = boost::asio::ip::make_address(config.host, ec);
+  if (config.auth == server_config::auth_mode::none && !ec && !address.is_loopback()) {
+    return "CLOUD_AMQP_HOST='" + config.host + "' is reachable from other machines and CLOUD_AMQP_AUTH='none' lets "
+           "anyone connect: set CLOUD_AMQP_AUTH=bus (the bus checks each user), or bind a loopback address";
   }
   return config;
 }

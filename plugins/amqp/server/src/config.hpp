@@ -14,7 +14,7 @@
 namespace amqp::server {
 
 struct server_config {
-  std::string host = "127.0.0.1";  // CLOUD_AMQP_HOST: loopback, since no authentication exists
+  std::string host = "127.0.0.1";  // CLOUD_AMQP_HOST: an address other than loopback needs auth bus
   std::uint16_t port = 5672;       // CLOUD_AMQP_PORT: 0 asks the kernel for a free port
   std::string pubsub_creds;        // CLOUD_AMQP_PUBSUB_CREDS: a NATS .creds file, optional
   // CLOUD_AMQP_HANDSHAKE_TIMEOUT (seconds, 1..3600): from accept to connection.open.
@@ -39,6 +39,10 @@ struct server_config {
   std::string tls_key;
   std::string tls_ca;
   bool tls() const { return !tls_cert.empty(); }
+  // CLOUD_AMQP_AUTH: `none` (anyone may connect; only on a loopback CLOUD_AMQP_HOST) or `bus`
+  // (connection.start-ok's credentials sign in to the bus, whose permissions then decide).
+  enum class auth_mode { none, bus };
+  auth_mode auth = auth_mode::none;
   // CLOUD_AMQP_NAMES (hip | escaped): which exchange and queue names clients may use.
   routing::name_rules names = routing::name_rules::hip;
 };

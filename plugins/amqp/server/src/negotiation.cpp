@@ -28,8 +28,7 @@ wire::field_table server_properties(const broker::settings& s) {
   t.entries.push_back({"version", s.version.empty() ? std::string("0") : s.version});
   t.entries.push_back({"platform", std::string("C++20, Boost.Asio, NATS JetStream")});
   t.entries.push_back({"copyright", std::string("Hanzo AI; see the package's copyright file")});
-  t.entries.push_back({"information", std::string(
-      "AMQP 0-9-1 translated onto JetStream (HIP-1326); no authentication: keep the port private")});
+  t.entries.push_back({"information", std::string("AMQP 0-9-1 translated onto JetStream (HIP-1326)")});
   t.entries.push_back({"capabilities", capabilities()});
   return t;
 }

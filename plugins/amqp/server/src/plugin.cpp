@@ -153,6 +153,10 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
 
     session_options session;
     session.settings = settings;
+    if (cfg.auth == server_config::auth_mode::bus) {
+      identities_ = std::make_shared<identities>(bus_);
+      session.identities = identities_;
+    }
     if (auto refusal = server_->listen(cfg.host, cfg.port, broker_, session)) return failed("listener", *refusal);
 
     const auto bound = server_->endpoint();
@@ -184,6 +188,7 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     }
     if (server_) server_->stop_threads(now + budget * 3 / 4);
     broker_.reset();
+    identities_.reset();  // the users' clients close before the adaptor's own
     // The bus goes before the io it reports to, with the blocking work that still holds it.
     bus::client::close_and_release(bus_, now + budget);
     server_.reset();
@@ -192,6 +197,7 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
   std::mutex mutex_;
   std::shared_ptr<bus::client> bus_;
   std::shared_ptr<broker::broker> broker_;
+  std::shared_ptr<identities> identities_;  // CLOUD_AMQP_AUTH=bus
   std::unique_ptr<server> server_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "negotiation.hpp"
 #include "registry.hpp"
+#include "sasl.hpp"
 
 namespace amqp::server {
 namespace {
@@ -266,9 +267,7 @@ void session::handle_channel_zero(const wire::frame_view& f) {
     return;
   }
   if (holds<wire::connection_update_secret>(m)) {
-    // RabbitMQ's extension for refreshing a token. With no authentication there is nothing to
-    // check the new secret against: it is acknowledged, as the connection's secret was.
-    send_method(0, wire::connection_update_secret_ok{});
+    on_update_secret(std::get<wire::connection_update_secret>(m));
     return;
   }
   if (holds<wire::channel_open>(m)) {
@@ -293,11 +292,12 @@ void session::handle_handshake_method(wire::method& m) {
   } else if (phase_ == phase::open && holds<wire::connection_open>(m)) {
     on_open(std::get<wire::connection_open>(m));
   } else {
-    const char* due = phase_ == phase::start_ok  ? "connection.start-ok"
-                      : phase_ == phase::tune_ok ? "connection.tune-ok"
-                                                 : "connection.open";
+    const char* due = phase_ == phase::start_ok     ? "connection.start-ok was due"
+                      : phase_ == phase::signing_in ? "nothing was due until connection.tune"
+                      : phase_ == phase::tune_ok    ? "connection.tune-ok was due"
+                                                    : "connection.open was due";
     connection_exception(wire::reply_code::command_invalid,
-                         name_of(m) + " arrived during the handshake, where " + due + " was due",
+                         name_of(m) + " arrived during the handshake, where " + due,
                          wire::info_of(m).key);
   }
 }
@@ -311,10 +311,86 @@ void session::on_start_ok(const wire::connection_start_ok& m) {
                          wire::connection_start_ok::key);
     return;
   }
-  // The response (the credentials) is neither checked nor logged: no authentication exists
-  // yet (HIP-1326, Security Considerations).
+  if (!options_.identities) {  // CLOUD_AMQP_AUTH=none: the response is neither read nor logged
+    send_method(0, make_connection_tune(settings_));
+    phase_ = phase::tune_ok;
+    return;
+  }
+  auto who = read_credentials(m.mechanism, m.response);
+  if (auto* malformed = std::get_if<std::string>(&who)) {
+    warn("login refused: " + *malformed);
+    connection_exception(wire::reply_code::access_refused, *malformed + "; send the user and password as " +
+                                                               m.mechanism + " defines them",
+                         wire::connection_start_ok::key);
+    return;
+  }
+  phase_ = phase::signing_in;
+  sign_in(std::get<bus::credentials>(who), [mechanism = m.mechanism, who = std::get<bus::credentials>(who)](
+                                               session& s, bus::bus_result<std::shared_ptr<bus::client>> client) {
+    s.signed_in(mechanism, who, std::move(client));
+  });
+}
+
+void session::sign_in(bus::credentials who,
+                      std::function<void(session&, bus::bus_result<std::shared_ptr<bus::client>>)> then) {
+  bus_->run_blocking(
+      executor_,
+      [identities = options_.identities, who = std::move(who), deadline = handshake_deadline_] {
+        return identities->sign_in(who, deadline);
+      },
+      [self = shared_from_this(), then = std::move(then)](bus::bus_result<std::shared_ptr<bus::client>> client) {
+        if (self->socket_closed_ || self->phase_ == phase::closing || self->phase_ == phase::ended) return;
+        then(*self, std::move(client));
+      });
+}
+
+// RabbitMQ's answer to refused credentials names only the mechanism; the cause is logged.
+void session::signed_in(const std::string& mechanism, const bus::credentials& who,
+                        bus::bus_result<std::shared_ptr<bus::client>> client) {
+  const std::string name = who.user.empty() ? std::string("a token's user") : "user '" + who.user + "'";
+  if (!client) {
+    warn("login of " + name + " failed: " + client.error().text);
+    if (client.error().kind == bus::bus_errc::denied) {
+      send_connection_close(wire::reply_code::access_refused,
+                            "Login was refused using authentication mechanism " + mechanism +
+                                ". For details see the broker logfile.",
+                            wire::connection_start_ok::key);
+    } else {
+      send_connection_close(wire::reply_code::internal_error,
+                            "the bus could not check the credentials (" + client.error().text + "); retry",
+                            wire::connection_start_ok::key);
+    }
+    return;
+  }
+  bus_ = std::move(*client);
+  user_ = who.user;
   send_method(0, make_connection_tune(settings_));
   phase_ = phase::tune_ok;
+}
+
+// RabbitMQ's extension for refreshing a token (amqplib and the Java client send it). Under
+// authentication the bus checks the new secret for the connection's user, and the channels
+// opened after it use the client it signs in; a refused one ends the connection (403).
+void session::on_update_secret(const wire::connection_update_secret& m) {
+  if (!options_.identities) {
+    send_method(0, wire::connection_update_secret_ok{});
+    return;
+  }
+  sign_in(bus::credentials{user_, m.new_secret},
+          [](session& s, bus::bus_result<std::shared_ptr<bus::client>> client) {
+            if (!client) {
+              s.warn("connection.update-secret failed: " + client.error().text);
+              const bool refused = client.error().kind == bus::bus_errc::denied;
+              s.send_connection_close(refused ? wire::reply_code::access_refused : wire::reply_code::internal_error,
+                                      refused ? "the bus refused the new secret of connection.update-secret"
+                                              : "the bus could not check the new secret (" + client.error().text +
+                                                    "); reconnect",
+                                      wire::connection_update_secret::key);
+              return;
+            }
+            s.bus_ = std::move(*client);
+            s.send_method(0, wire::connection_update_secret_ok{});
+          });
 }
 
 void session::on_tune_ok(const wire::connection_tune_ok& m) {

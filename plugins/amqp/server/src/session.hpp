@@ -17,6 +17,7 @@
 #include "amqp/wire/codec.hpp"
 #include "connection_stream.hpp"
 #include "content_assembly.hpp"
+#include "identities.hpp"
 #include "log.hpp"
 
 namespace amqp::server {
@@ -33,6 +34,9 @@ struct session_options {
   std::size_t publish_cap = 8 * 1024 * 1024;
   // How long a closing connection waits for close-ok, and a finished one for its last write.
   std::chrono::milliseconds close_timeout{2000};
+  // Set (CLOUD_AMQP_AUTH=bus): a connection signs in to the bus with its credentials, and its
+  // channels use that user's bus client. Unset: every connection uses the adaptor's own.
+  std::shared_ptr<server::identities> identities;
 };
 
 class session final : public broker::connection_port, public std::enable_shared_from_this<session> {
@@ -56,6 +60,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   std::uint64_t connection_id() const override { return id_; }
   net::any_io_executor executor() override { return executor_; }
   std::shared_ptr<bus::client> bus() override { return bus_; }
+  const std::string& user() const override { return user_; }
   void close_channel(std::uint16_t channel, wire::reply_code code, std::string text,
                      wire::method_key offending) override;
   void close_connection(wire::reply_code code, std::string text, wire::method_key offending) override;
@@ -70,6 +75,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   enum class phase {
     protocol_header,  // waiting for "AMQP 0 0 9 1"
     start_ok,
+    signing_in,       // the bus is checking start-ok's credentials
     tune_ok,
     open,
     running,
@@ -117,6 +123,12 @@ class session final : public broker::connection_port, public std::enable_shared_
   void on_start_ok(const wire::connection_start_ok& m);
   void on_tune_ok(const wire::connection_tune_ok& m);
   void on_open(const wire::connection_open& m);
+  // CLOUD_AMQP_AUTH=bus: the bus checks `who` off the io thread, then `then(result)` runs here.
+  void sign_in(bus::credentials who,
+               std::function<void(session&, bus::bus_result<std::shared_ptr<bus::client>>)> then);
+  void signed_in(const std::string& mechanism, const bus::credentials& who,
+                 bus::bus_result<std::shared_ptr<bus::client>> client);
+  void on_update_secret(const wire::connection_update_secret& m);
 
   // output and ending
   template <class M> void send_method(std::uint16_t channel, const M& m);
@@ -141,7 +153,10 @@ class session final : public broker::connection_port, public std::enable_shared_
   connection_stream stream_;
   const std::uint64_t id_;
   std::shared_ptr<broker::broker> broker_;
-  std::shared_ptr<bus::client> bus_;  // chosen once, for every channel of the connection
+  // The adaptor's own until the connection signs in (CLOUD_AMQP_AUTH=bus), then its user's: a
+  // channel keeps the one it opened with.
+  std::shared_ptr<bus::client> bus_;
+  std::string user_;  // signed in as (empty: authentication is off, or a token's user)
   const session_options options_;
   const broker::settings& settings_ = options_.settings;
   log_fn log_;

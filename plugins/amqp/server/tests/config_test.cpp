@@ -51,7 +51,8 @@ TEST_CASE("every variable is read") {
                                {"CLOUD_AMQP_PUBLISH_TIMEOUT", "120"},
                                {"CLOUD_AMQP_BUS_TIMEOUT", "1"},
                                {"CLOUD_AMQP_ACK_WAIT", "6"},
-                               {"CLOUD_AMQP_NAMES", "escaped"}}));
+                               {"CLOUD_AMQP_NAMES", "escaped"},
+                               {"CLOUD_AMQP_AUTH", "bus"}}));
   std::filesystem::remove(creds);
   REQUIRE(std::holds_alternative<server_config>(r));
   const auto& c = std::get<server_config>(r);
@@ -64,6 +65,33 @@ TEST_CASE("every variable is read") {
   CHECK(c.bus_timeout == std::chrono::seconds(1));
   CHECK(c.ack_wait == std::chrono::seconds(6));
   CHECK(c.names == amqp::routing::name_rules::escaped);
+  CHECK(c.auth == server_config::auth_mode::bus);
+}
+
+TEST_CASE("authentication: none by default, and only on a loopback listener") {
+  CHECK(std::get<server_config>(read_config(env_of({}))).auth == server_config::auth_mode::none);
+  for (const char* loopback : {"127.0.0.1", "127.0.0.2", "::1"}) {
+    CAPTURE(loopback);
+    auto r = read_config(env_of({{"CLOUD_AMQP_HOST", loopback}, {"CLOUD_AMQP_AUTH", "none"}}));
+    CHECK(std::holds_alternative<server_config>(r));
+  }
+  for (const char* reachable : {"0.0.0.0", "::", "192.0.2.7"}) {
+    CAPTURE(reachable);
+    for (const auto& vars : {std::map<std::string, std::string>{{"CLOUD_AMQP_HOST", reachable}},
+                             std::map<std::string, std::string>{{"CLOUD_AMQP_HOST", reachable}, {"CLOUD_AMQP_AUTH", "none"}}}) {
+      const auto text = refusal_of(read_config(env_of(vars)));
+      CHECK(text.find(std::string("CLOUD_AMQP_HOST='") + reachable + "'") == 0);
+      CHECK(text.find("CLOUD_AMQP_AUTH='none'") != std::string::npos);
+      CHECK(text.find("set CLOUD_AMQP_AUTH=bus") != std::string::npos);
+    }
+    auto r = read_config(env_of({{"CLOUD_AMQP_HOST", reachable}, {"CLOUD_AMQP_AUTH", "bus"}}));
+    CHECK(std::holds_alternative<server_config>(r));
+  }
+  for (const char* bad : {"", "BUS", "plain", "rabbitmq"}) {
+    CAPTURE(bad);
+    const auto text = refusal_of(read_config(env_of({{"CLOUD_AMQP_AUTH", bad}})));
+    CHECK(text.find(std::string("CLOUD_AMQP_AUTH='") + bad + "' is not valid: expected none (") == 0);
+  }
 }
 
 TEST_CASE("a naming mode other than hip or escaped is refused naming the variable and the value") {

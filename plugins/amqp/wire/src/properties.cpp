@@ -143,4 +143,14 @@ result<std::optional<std::uint64_t>> expiration_of(std::string_view property_oct
   return expiration_ms(*props);
 }
 
+result<std::optional<std::string>> user_id_of(std::string_view property_octets) {
+  constexpr std::uint8_t user_id_bit = 0x10;  // bit 4 of the flags: in the second octet
+  if (property_octets.size() < 2 || (static_cast<std::uint8_t>(property_octets[1]) & user_id_bit) == 0)
+    return std::optional<std::string>{};
+  auto props = decode_properties(
+      {reinterpret_cast<const std::uint8_t*>(property_octets.data()), property_octets.size()});
+  if (!props) return props.error();
+  return props->user_id;
+}
+
 }  // namespace amqp::wire

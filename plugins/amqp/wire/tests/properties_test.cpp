@@ -140,5 +140,19 @@ TEST_CASE("expiration: RabbitMQ's reading of its value, from properties or their
   }
 }
 
+TEST_CASE("user_id is read from property octets only when its flag is set") {
+  basic_properties p;
+  p.content_type = "text/plain";
+  CHECK(*user_id_of(encode_properties(p)) == std::nullopt);
+  CHECK(*user_id_of("") == std::nullopt);
+  CHECK(*user_id_of(std::string("\x80\x00", 2)) == std::nullopt);  // not decoded without the flag
+  p.user_id = "alice";
+  p.app_id = "app";  // the flag beside it
+  CHECK(*user_id_of(encode_properties(p)) == std::optional<std::string>{"alice"});
+  auto truncated = user_id_of(std::string("\x00\x10", 2));  // the flag, no value after it
+  REQUIRE_FALSE(truncated.ok());
+  CHECK(truncated.error().code == reply_code::syntax_error);
+}
+
 }  // namespace
 }  // namespace amqp::wire

@@ -72,6 +72,9 @@ class connection_port {
   virtual boost::asio::any_io_executor executor() = 0;
   // The bus client this connection's channels publish, pull and settle through (connection_bus).
   virtual std::shared_ptr<bus::client> bus() = 0;
+  // The user the bus signed this connection in as (CLOUD_AMQP_AUTH=bus): a publish's user_id
+  // property must name it. Empty when authentication is off.
+  virtual const std::string& user() const = 0;
   // Output back-pressure: more is queued for the socket than the connection's cap. Consumers
   // stop pulling while this holds.
   virtual bool backlogged() const = 0;

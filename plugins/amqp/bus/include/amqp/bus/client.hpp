@@ -28,10 +28,20 @@ inline constexpr const char* stream_subjects = "amqp.>";
 inline constexpr const char* bucket_name = "amqp";
 inline constexpr const char* props_header = "Amqp-Props";
 
+// Who a client is on the bus (client::sign_in). An empty user with a password is a token (a JWT
+// too, for an auth callout); user and password are the server's users.
+struct credentials {
+  std::string user;
+  std::string password;
+  bool operator==(const credentials&) const = default;
+};
+
 struct client_options {
   // One URL or a comma-separated list (a cluster): split and given to natsOptions_SetServers.
   std::string url;
   std::string creds_file;  // empty: no credentials
+  // Set (client::sign_in): the client's user instead of the URL's or the creds file's.
+  std::optional<credentials> who;
   // Bounds dialing, stream/bucket setup, the probe and the watch's initial replay.
   std::chrono::steady_clock::time_point deadline;
   // Stream AMQP and bucket amqp (queue consumers inherit the stream's: interest retention
@@ -123,6 +133,7 @@ enum class pull_status {
   bytes_reached,     // 409 the next message would pass the request's byte bound: ask again
   lost,              // no answer will come (the bus connection was lost, or the server never answered)
   pin_lost,          // 423 (single_active): the server pinned another puller; ask again to wait in line
+  denied,            // the bus does not let this client's user pull from the queue (description says so)
   other,
 };
 struct pull_event {
@@ -204,6 +215,13 @@ class client : public std::enable_shared_from_this<client> {
   // A pre-existing AMQP stream whose subjects or retention differ is refused, never changed;
   // one with another replica count is changed, or refused when the bus cannot change it.
   static bus_result<std::shared_ptr<client>> open(const client_options& options);
+
+  // Blocking. A client of the same bus (its stream, bucket and probed facts) whose every
+  // publish, consumer operation and bucket write is made as `who`, so that the server's users,
+  // accounts and subject permissions decide what it may do. Kind denied when the bus refuses the
+  // credentials, or the user may not receive its answers (`_INBOX.>`) or see stream AMQP.
+  virtual bus_result<std::shared_ptr<client>> sign_in(const credentials& who,
+                                                      std::chrono::steady_clock::time_point deadline) = 0;
 
   virtual ~client() = default;
   client(const client&) = delete;

@@ -12,6 +12,7 @@ enum class bus_errc {
   not_found,  // key / consumer / stream does not exist (kv_get, queue_info, ...)
   conflict,   // revision check lost (kv_update) or key already exists (kv_create)
   timeout,    // no answer within the deadline
+  denied,     // the bus refused this client's user: wrong credentials, or a subject it may not use
 };
 
 struct bus_error {

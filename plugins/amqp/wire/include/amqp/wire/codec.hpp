@@ -56,6 +56,8 @@ result<std::optional<std::uint64_t>> expiration_ms(const basic_properties& props
 // The same, read from property octets as a content header carries them; decoded only when the
 // expiration flag is set (most messages have none), so a decoding error is returned only then.
 result<std::optional<std::uint64_t>> expiration_of(std::string_view property_octets);
+// The `user_id` property, read from property octets likewise (decoded only when its flag is set).
+result<std::optional<std::string>> user_id_of(std::string_view property_octets);
 // Appends a header frame whose property section is `property_octets` verbatim.
 void encode_content_header(std::string& out, std::uint16_t channel, std::uint16_t class_id,
                            std::uint64_t body_size, std::string_view property_octets);

@@ -1,0 +1,219 @@
+"""Authentication decided by the bus (issue 19, items 1, 2 and 5): with CLOUD_AMQP_AUTH=bus the
+credentials of connection.start-ok sign in to the bus, whose users, accounts and subject
+permissions then decide what the connection may do. The test's own nats-server has two accounts:
+AMQP (the adaptor's user `svc`, `alice` with every permission, `bob` denied one exchange's
+subjects and one queue's pulls) and OTHER (`carol`, whose JetStream has no stream AMQP).
+Stock clients: pika (PLAIN), amqplib (AMQPLAIN and connection.update-secret) and rabbitmq-c's
+amqp-tools.
+"""
+import json
+import os
+import subprocess
+import time
+import unittest
+
+import pika
+import pika.exceptions
+
+import cloudtest
+
+CONFIG = """
+accounts {
+  AMQP: {
+    jetstream: enabled
+    users: [
+      {user: svc, password: svc-pw}
+      {user: alice, password: alice-pw}
+      {user: bob, password: bob-pw, permissions: {
+        publish: {deny: ["amqp.secret.>", "$JS.API.CONSUMER.MSG.NEXT.AMQP.vault"]}
+      }}
+    ]
+  }
+  OTHER: {
+    jetstream: enabled
+    users: [{user: carol, password: carol-pw}]
+  }
+}
+"""
+
+# A denial must be answered within a bounded time: the bus's request timeout (CLOUD_AMQP_BUS_TIMEOUT,
+# 5 s) at the most, and a refused publish or pull at once.
+DENIAL_BOUND = 15
+
+NODE_MODULES = os.path.join(os.environ.get("CLOUD_SOURCE_DIR", ""), "tests", "node", "node_modules")
+
+
+def connect(port, user, password):
+    return pika.BlockingConnection(pika.ConnectionParameters(
+        host="127.0.0.1", port=port, credentials=pika.PlainCredentials(user, password), heartbeat=0,
+        socket_timeout=10, blocked_connection_timeout=10, connection_attempts=1))
+
+
+class AuthenticationByTheBus(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.nats = cloudtest.NatsServer(config=CONFIG).__enter__()
+        try:
+            cls.cloud = cloudtest.Cloud(env={
+                "CLOUD_PUBSUB_URL": f"nats://svc:svc-pw@127.0.0.1:{cls.nats.port}",
+                "CLOUD_AMQP_AUTH": "bus",
+            }).__enter__()
+        except BaseException:
+            cls.nats.__exit__(None, None, None)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cloud.__exit__(None, None, None)
+        cls.nats.__exit__(None, None, None)
+
+    def refused_login(self, user, password):
+        with self.assertRaises(pika.exceptions.ProbableAuthenticationError) as raised:
+            connect(self.cloud.amqp_port, user, password)
+        self.assertIn("ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN", str(raised.exception))
+
+    def channel_error(self, work):
+        """Runs work(channel) and returns the channel.close it ends in, within DENIAL_BOUND."""
+        conn = connect(self.cloud.amqp_port, "bob", "bob-pw")
+        try:
+            ch = conn.channel()
+            started = time.monotonic()
+            with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as raised:
+                work(conn, ch)
+            self.assertLess(time.monotonic() - started, DENIAL_BOUND)
+            self.assertTrue(conn.is_open, "a denial closes the channel, not the connection")
+            return raised.exception
+        finally:
+            conn.close()
+
+    def test_right_password_round_trip_and_user_id(self):
+        conn = connect(self.cloud.amqp_port, "alice", "alice-pw")
+        try:
+            ch = conn.channel()
+            ch.confirm_delivery()
+            ch.queue_declare("alice-q", auto_delete=True)
+            ch.basic_publish("", "alice-q", b"mine", pika.BasicProperties(user_id="alice"))
+            method, _, body = ch.basic_get("alice-q", auto_ack=True)
+            self.assertEqual(body, b"mine")
+            with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as raised:
+                ch.basic_publish("", "alice-q", b"forged", pika.BasicProperties(user_id="mallory"))
+            self.assertEqual(raised.exception.reply_code, 406)
+            self.assertIn("user_id property set to 'mallory' but authenticated user was 'alice'",
+                          raised.exception.reply_text)
+        finally:
+            conn.close()
+
+    def test_wrong_password_unknown_user_and_another_account_are_refused(self):
+        self.refused_login("alice", "wrong")
+        self.refused_login("nobody", "alice-pw")
+        self.refused_login("carol", "carol-pw")
+        log = "\n".join(self.cloud.lines)
+        self.assertIn("login of user 'alice' failed", log)
+        self.assertIn("login of user 'carol' failed", log)
+        self.assertIn("the user's account has no stream AMQP", log)
+        # Refusals hurt nobody else.
+        connect(self.cloud.amqp_port, "alice", "alice-pw").close()
+
+    def test_denied_publish_is_403_naming_the_subject(self):
+        setup = connect(self.cloud.amqp_port, "alice", "alice-pw")
+        try:
+            setup.channel().exchange_declare("secret", "direct", auto_delete=False)
+        finally:
+            setup.close()
+
+        def publish(conn, ch):
+            ch.confirm_delivery()
+            ch.basic_publish("secret", "k", b"x")
+        closed = self.channel_error(publish)
+        self.assertEqual(closed.reply_code, 403)
+        self.assertIn("ACCESS_REFUSED", closed.reply_text)
+        self.assertIn("user 'bob' publish to amqp.secret.k", closed.reply_text)
+
+    def test_denied_consume_and_get_are_403_naming_the_queue(self):
+        setup = connect(self.cloud.amqp_port, "alice", "alice-pw")
+        try:
+            ch = setup.channel()
+            ch.confirm_delivery()
+            ch.queue_declare("vault", auto_delete=False)
+            ch.basic_publish("", "vault", b"gold")
+        finally:
+            setup.close()
+
+        def consume(conn, ch):
+            ch.basic_consume("vault", lambda *args: None)
+            conn.call_later(DENIAL_BOUND, ch.stop_consuming)  # a consume never refused ends the wait
+            ch.start_consuming()  # raises the channel's closing by the broker
+        closed = self.channel_error(consume)
+        self.assertEqual(closed.reply_code, 403)
+        self.assertIn("basic.consume of queue 'vault'", closed.reply_text)
+        self.assertIn("$JS.API.CONSUMER.MSG.NEXT.AMQP.vault", closed.reply_text)
+
+        closed = self.channel_error(lambda conn, ch: ch.basic_get("vault"))
+        self.assertEqual(closed.reply_code, 403)
+        self.assertIn("basic.get of queue 'vault'", closed.reply_text)
+        # Nothing was taken: alice still gets the message.
+        check = connect(self.cloud.amqp_port, "alice", "alice-pw")
+        try:
+            ch = check.channel()
+            _, _, body = ch.basic_get("vault", auto_ack=True)
+            self.assertEqual(body, b"gold")
+            ch.queue_delete("vault")
+        finally:
+            check.close()
+
+    def test_amqplain_and_update_secret_with_amqplib(self):
+        script = r"""
+const amqp = require('amqplib');
+(async () => {
+  const url = {protocol: 'amqp', hostname: '127.0.0.1', port: +process.env.PORT, heartbeat: 0};
+  const out = {};
+  const ok = await amqp.connect(url, {credentials: amqp.credentials.amqplain('alice', 'alice-pw')});
+  const ch = await ok.createChannel();
+  out.declared = (await ch.assertQueue('amqplain-q', {autoDelete: true})).queue;
+  await ok.updateSecret(Buffer.from('alice-pw'), 'same secret');
+  out.updated = true;
+  const refused = new Promise(resolve => ok.on('error', e => resolve(e.message)));
+  ok.updateSecret(Buffer.from('not-alice-pw'), 'wrong secret').catch(() => {});
+  out.wrong_secret = await refused;
+  try {
+    await amqp.connect(url, {credentials: amqp.credentials.amqplain('alice', 'wrong')});
+    out.wrong_password = 'accepted';
+  } catch (e) { out.wrong_password = e.message; }
+  console.log(JSON.stringify(out));
+  process.exit(0);
+})().catch(e => { console.log(JSON.stringify({failed: String(e)})); process.exit(1); });
+"""
+        env = dict(os.environ, PORT=str(self.cloud.amqp_port), NODE_PATH=NODE_MODULES)
+        run = subprocess.run(["node", "-e", script], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        out = json.loads(run.stdout.strip().splitlines()[-1])
+        self.assertEqual(out["declared"], "amqplain-q")
+        self.assertTrue(out["updated"])
+        self.assertIn("403", out["wrong_secret"])
+        self.assertIn("the bus refused the new secret", out["wrong_secret"])
+        self.assertIn("ACCESS_REFUSED", out["wrong_password"])
+
+    def test_rabbitmq_c_signs_in(self):
+        url = f"amqp://alice:alice-pw@127.0.0.1:{self.cloud.amqp_port}"
+        ok = subprocess.run(["amqp-declare-queue", "--url", url, "-q", "tools-q", "-d"],
+                            capture_output=True, text=True, timeout=30)
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertEqual(ok.stdout.strip(), "tools-q")
+        wrong = subprocess.run(["amqp-declare-queue", "--url", url.replace("alice-pw", "nope"), "-q", "tools-q"],
+                               capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(wrong.returncode, 0)
+        self.assertIn("ACCESS_REFUSED", wrong.stderr + wrong.stdout)
+        subprocess.run(["amqp-delete-queue", "--url", url, "-q", "tools-q"], capture_output=True, timeout=30)
+
+
+class SecureByDefault(unittest.TestCase):
+    def test_a_reachable_listener_without_authentication_does_not_boot(self):
+        with cloudtest.Cloud(env={"CLOUD_AMQP_HOST": "0.0.0.0"}, wait=False) as cloud:
+            self.assertNotEqual(cloud.wait_exit(), 0)
+            log = "\n".join(cloud.lines)
+            self.assertIn("CLOUD_AMQP_HOST='0.0.0.0'", log)
+            self.assertIn("CLOUD_AMQP_AUTH='none'", log)
+
+
+if __name__ == "__main__":
+    unittest.main()
