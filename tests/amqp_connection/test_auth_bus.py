@@ -1,8 +1,9 @@
-"""Authentication decided by the bus (issue 19, items 1, 2 and 5): with CLOUD_AMQP_AUTH=bus the
-credentials of connection.start-ok sign in to the bus, whose users, accounts and subject
-permissions then decide what the connection may do. The test's own nats-server has two accounts:
-AMQP (the adaptor's user `svc`, `alice` with every permission, `bob` denied one exchange's
-subjects and one queue's pulls) and OTHER (`carol`, whose JetStream has no stream AMQP).
+"""Authentication decided by the bus, and vhosts as tenants (issue 19, items 1, 2, 3 and 5): with
+CLOUD_AMQP_AUTH=bus the credentials of connection.start-ok sign in to the bus, whose users,
+accounts and subject permissions then decide what the connection may do; every vhost is a NATS
+account of its own. The test's own nats-server has three accounts: AMQP, vhost "/" (the
+adaptor's user `svc`, `alice` with every permission, `bob` denied one exchange's subjects and one
+queue's pulls), PROD, vhost "prod" (`svc-prod`, `pat`), and OTHER (`carol`, of no vhost).
 Stock clients: pika (PLAIN), amqplib (AMQPLAIN and connection.update-secret) and rabbitmq-c's
 amqp-tools.
 """
@@ -29,6 +30,13 @@ accounts {
       }}
     ]
   }
+  PROD: {
+    jetstream: enabled
+    users: [
+      {user: svc-prod, password: svc-prod-pw}
+      {user: pat, password: pat-pw}
+    ]
+  }
   OTHER: {
     jetstream: enabled
     users: [{user: carol, password: carol-pw}]
@@ -43,10 +51,30 @@ DENIAL_BOUND = 15
 NODE_MODULES = os.path.join(os.environ.get("CLOUD_SOURCE_DIR", ""), "tests", "node", "node_modules")
 
 
-def connect(port, user, password):
+def connect(port, user, password, vhost="/"):
     return pika.BlockingConnection(pika.ConnectionParameters(
-        host="127.0.0.1", port=port, credentials=pika.PlainCredentials(user, password), heartbeat=0,
-        socket_timeout=10, blocked_connection_timeout=10, connection_attempts=1))
+        host="127.0.0.1", port=port, virtual_host=vhost, credentials=pika.PlainCredentials(user, password),
+        heartbeat=0, socket_timeout=10, blocked_connection_timeout=10, connection_attempts=1))
+
+
+def bus_env(nats, auth):
+    return {"CLOUD_PUBSUB_URL": f"nats://svc:svc-pw@127.0.0.1:{nats.port}",
+            "CLOUD_AMQP_VHOSTS": "prod=svc-prod:svc-prod-pw", "CLOUD_AMQP_AUTH": auth}
+
+
+def same_name_two_tenants(test, root, prod):
+    """Queue 'orders' of vhost '/' (connection `root`) and of vhost 'prod' are two queues."""
+    for conn, body in ((root, b"root order"), (prod, b"prod order")):
+        ch = conn.channel()
+        ch.confirm_delivery()
+        ch.queue_declare("orders", auto_delete=False)
+        ch.basic_publish("", "orders", body)
+    for conn, body in ((root, b"root order"), (prod, b"prod order")):
+        ch = conn.channel()
+        _, _, got = ch.basic_get("orders", auto_ack=True)
+        test.assertEqual(got, body)
+        test.assertEqual(ch.queue_declare("orders", passive=True).method.message_count, 0)
+        ch.queue_delete("orders")
 
 
 class AuthenticationByTheBus(unittest.TestCase):
@@ -54,10 +82,7 @@ class AuthenticationByTheBus(unittest.TestCase):
     def setUpClass(cls):
         cls.nats = cloudtest.NatsServer(config=CONFIG).__enter__()
         try:
-            cls.cloud = cloudtest.Cloud(env={
-                "CLOUD_PUBSUB_URL": f"nats://svc:svc-pw@127.0.0.1:{cls.nats.port}",
-                "CLOUD_AMQP_AUTH": "bus",
-            }).__enter__()
+            cls.cloud = cloudtest.Cloud(env=bus_env(cls.nats, "bus")).__enter__()
         except BaseException:
             cls.nats.__exit__(None, None, None)
             raise
@@ -103,16 +128,37 @@ class AuthenticationByTheBus(unittest.TestCase):
         finally:
             conn.close()
 
-    def test_wrong_password_unknown_user_and_another_account_are_refused(self):
+    def test_wrong_password_and_unknown_user_are_refused(self):
         self.refused_login("alice", "wrong")
         self.refused_login("nobody", "alice-pw")
-        self.refused_login("carol", "carol-pw")
-        log = "\n".join(self.cloud.lines)
-        self.assertIn("login of user 'alice' failed", log)
-        self.assertIn("login of user 'carol' failed", log)
-        self.assertIn("the user's account has no stream AMQP", log)
+        self.assertIn("login of user 'alice' failed", "\n".join(self.cloud.lines))
         # Refusals hurt nobody else.
         connect(self.cloud.amqp_port, "alice", "alice-pw").close()
+
+    def refused_vhost(self, user, password, vhost, text):
+        # pika's word for a connection.close during connection.open
+        with self.assertRaises(pika.exceptions.ProbableAccessDeniedError) as raised:
+            connect(self.cloud.amqp_port, user, password, vhost)
+        self.assertIn(f'(530) "{text}', str(raised.exception))
+
+    def test_a_user_opens_its_own_account_s_vhost_only(self):
+        self.refused_vhost("pat", "pat-pw", "/", "NOT_ALLOWED - access to vhost '/' refused for user 'pat'")
+        self.refused_vhost("alice", "alice-pw", "prod", "NOT_ALLOWED - access to vhost 'prod' refused for user 'alice'")
+        self.refused_vhost("carol", "carol-pw", "/", "NOT_ALLOWED - access to vhost '/' refused for user 'carol'")
+        self.refused_vhost("alice", "alice-pw", "nope", "NOT_ALLOWED - vhost 'nope' not found")
+        self.assertIn("the user's account has no stream AMQP", "\n".join(self.cloud.lines))
+
+    def test_vhosts_are_tenants(self):
+        root = connect(self.cloud.amqp_port, "alice", "alice-pw")
+        prod = connect(self.cloud.amqp_port, "pat", "pat-pw", "prod")
+        try:
+            same_name_two_tenants(self, root, prod)
+            with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as raised:
+                prod.channel().queue_declare("orders", passive=True)
+            self.assertIn("no queue 'orders' in vhost 'prod'", raised.exception.reply_text)
+        finally:
+            root.close()
+            prod.close()
 
     def test_denied_publish_is_403_naming_the_subject(self):
         setup = connect(self.cloud.amqp_port, "alice", "alice-pw")
@@ -204,6 +250,18 @@ const amqp = require('amqplib');
         self.assertNotEqual(wrong.returncode, 0)
         self.assertIn("ACCESS_REFUSED", wrong.stderr + wrong.stdout)
         subprocess.run(["amqp-delete-queue", "--url", url, "-q", "tools-q"], capture_output=True, timeout=30)
+
+
+class VhostsWithoutAuthentication(unittest.TestCase):
+    def test_the_same_name_in_two_vhosts_names_two_queues(self):
+        with cloudtest.NatsServer(config=CONFIG) as nats, cloudtest.Cloud(env=bus_env(nats, "none")) as cloud:
+            root = connect(cloud.amqp_port, "guest", "guest")
+            prod = connect(cloud.amqp_port, "guest", "guest", "prod")
+            try:
+                same_name_two_tenants(self, root, prod)
+            finally:
+                root.close()
+                prod.close()
 
 
 class SecureByDefault(unittest.TestCase):

@@ -138,7 +138,7 @@ void with_usable_queue(channel_context& ctx, const std::string& queue, wire::met
              [&ctx, queue, during, then = std::move(then)](bool present) mutable {
                if (!present) {
                  ctx.fail(wire::reply_code::not_found,
-                          "no queue " + quoted(queue) + " in vhost '/'; declare it first", during);
+                          "no queue " + quoted(queue) + in_vhost(ctx) + "; declare it first", during);
                  return;
                }
                std::string sentence;
@@ -411,7 +411,7 @@ void basic_class::on_method(wire::basic_get m) {
     if (s.ctx.state().sharing_of(queue) == bus::queue_sharing::single_active) {
       return s.ctx.fail(wire::reply_code::resource_locked,
                         "cannot obtain access to locked queue " + quoted(queue) +
-                            " in vhost '/'. basic.get operations are not supported by queues with single "
+                            in_vhost(s.ctx) + ". basic.get operations are not supported by queues with single "
                             "active consumer; consume from it with basic.consume",
                         during);
     }

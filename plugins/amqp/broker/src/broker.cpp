@@ -300,7 +300,7 @@ bool broker::may_use(const std::string& queue, std::uint64_t connection_id,
   if (!owner && !exclusive) return true;
   if (owner && *owner == connection_id) return true;
   sentence = "cannot obtain exclusive access to locked queue '" + queue +
-             "' in vhost '/': it is exclusive to the connection that declared it; use it from "
+             "'" + in_vhost() + ": it is exclusive to the connection that declared it; use it from "
              "that connection, or declare a queue of your own";
   return false;
 }
@@ -313,13 +313,13 @@ bool broker::add_consumer(const std::string& queue, const std::shared_ptr<channe
   auto& refs = consumers_[queue];
   if (std::any_of(refs.begin(), refs.end(), [](const consumer_ref& r) { return r.exclusive; })) {
     refusal = "queue '" + queue +
-              "' in vhost '/' in exclusive use by another consumer; consume it without the "
+              "'" + in_vhost() + " in exclusive use by another consumer; consume it without the "
               "exclusive flag once that consumer is cancelled";
     return false;
   }
   if (exclusive && !refs.empty()) {
     refusal = "cannot obtain exclusive access to queue '" + queue +
-              "' in vhost '/': it has other consumers; cancel them first or consume without "
+              "'" + in_vhost() + ": it has other consumers; cancel them first or consume without "
               "the exclusive flag";
     return false;
   }
@@ -470,7 +470,6 @@ std::shared_ptr<broker> make_broker(boost::asio::io_context& io, std::shared_ptr
 
 const settings& settings_of(const broker& b) { return b.config(); }
 
-std::shared_ptr<bus::client> connection_bus(broker& b) { return b.bus_ptr(); }
 
 void stop_broker(broker& b) { b.stop(); }
 

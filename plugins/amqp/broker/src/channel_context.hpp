@@ -53,6 +53,8 @@ class broker : public std::enable_shared_from_this<broker> {
   broker& operator=(const broker&) = delete;
 
   const settings& config() const { return settings_; }
+  // " in vhost '<name>'", where RabbitMQ's sentences name it.
+  std::string in_vhost() const { return " in vhost '" + settings_.vhost + "'"; }
   bus::client& bus() { return *bus_; }
   const std::shared_ptr<bus::client>& bus_ptr() const { return bus_; }
   boost::asio::io_context& io() { return io_; }

@@ -26,7 +26,7 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::ex
                 const routing::exchange_def& wanted) {
   auto mismatch = [&](std::string_view arg, std::string_view received, std::string_view now) {
     ctx.fail(wire::reply_code::precondition_failed,
-             inequivalent(arg, "exchange", name, received, now), declare_key);
+             inequivalent(ctx, arg, "exchange", name, received, now), declare_key);
     return false;
   };
   if (current.kind != wanted.kind) {
@@ -64,7 +64,7 @@ void declare_passive(channel_context& ctx, const wire::exchange_declare& m) {
                if (!present) {
                  return ctx.fail(wire::reply_code::not_found,
                                  "no exchange " + quoted(name) +
-                                     " in vhost '/'; declare it first (without passive)",
+                                     in_vhost(ctx) + "; declare it first (without passive)",
                                  declare_key);
                }
                declared(ctx, no_wait);
@@ -145,7 +145,7 @@ void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m) {
                      if (std::get<bool>(in_use)) {
                        return ctx.fail(wire::reply_code::precondition_failed,
                                        "exchange " + quoted(name) +
-                                           " in vhost '/' in use; unbind its queues first, or delete it "
+                                           in_vhost(ctx) + " in use; unbind its queues first, or delete it "
                                            "without if-unused",
                                        delete_key);
                      }

@@ -16,6 +16,8 @@ namespace amqp::broker {
 // Which exchange and queue names this process's clients may use (CLOUD_AMQP_NAMES).
 inline routing::name_rules names(channel_context& ctx) { return ctx.state().config().names; }
 
+inline std::string in_vhost(channel_context& ctx) { return ctx.state().in_vhost(); }
+
 inline void refuse(channel_context& ctx, const routing::refusal& r, wire::method_key during) {
   if (r.code == wire::reply_code::command_invalid) {
     ctx.fail_connection(r.code, r.text, during);
@@ -53,10 +55,10 @@ void find_entry(channel_context& ctx, bool in_mirror, std::string key, wire::met
 inline std::string quoted(std::string_view name) { return "'" + std::string(name) + "'"; }
 
 // RabbitMQ's "inequivalent arg" sentence, with the remedy.
-inline std::string inequivalent(std::string_view arg, std::string_view what, std::string_view name,
-                                std::string_view received, std::string_view current) {
+inline std::string inequivalent(channel_context& ctx, std::string_view arg, std::string_view what,
+                                std::string_view name, std::string_view received, std::string_view current) {
   return "inequivalent arg '" + std::string(arg) + "' for " + std::string(what) + " " +
-         quoted(name) + " in vhost '/': received '" + std::string(received) +
+         quoted(name) + in_vhost(ctx) + ": received '" + std::string(received) +
          "' but current is '" + std::string(current) +
          "'; declare it with the arguments it has, or delete it and declare it anew";
 }

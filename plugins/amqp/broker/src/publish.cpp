@@ -352,7 +352,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
     if (def.internal) {
       chan.fail(wire::reply_code::access_refused,
                "cannot publish to internal exchange " + quoted(m.exchange) +
-                   " in vhost '/'; publish to the exchange bound to it instead",
+                   in_vhost(chan) + "; publish to the exchange bound to it instead",
                during);
       return;
     }
@@ -414,7 +414,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
                if (!def) {
                  ctx.fail(wire::reply_code::not_found,
                           "no exchange " + quoted(name) +
-                              " in vhost '/'; declare it first, or publish to the default "
+                              in_vhost(ctx) + "; declare it first, or publish to the default "
                               "exchange ''",
                           during);
                  return;

@@ -39,7 +39,7 @@ std::optional<routing::exchange_def> find_exchange(channel_context& ctx, const s
 
 void no_queue(channel_context& ctx, const std::string& name, wire::method_key during) {
   ctx.fail(wire::reply_code::not_found,
-           "no queue " + quoted(name) + " in vhost '/'; declare it first", during);
+           "no queue " + quoted(name) + in_vhost(ctx) + "; declare it first", during);
 }
 
 bool usable(channel_context& ctx, const std::string& name, wire::method_key during) {
@@ -137,7 +137,7 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
   static constexpr auto key = wire::queue_declare::key;
   auto mismatch = [&](std::string_view arg, bool received, bool now) {
     ctx.fail(wire::reply_code::precondition_failed,
-             inequivalent(arg, "queue", name, bool_text(received), bool_text(now)), key);
+             inequivalent(ctx, arg, "queue", name, bool_text(received), bool_text(now)), key);
     return false;
   };
   if (current.durable != wanted.durable) return mismatch("durable", wanted.durable, current.durable);
@@ -150,7 +150,7 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
   }
   auto differs = [&](std::string_view arg, const auto& received, const auto& now) {
     if (received == now) return false;
-    ctx.fail(wire::reply_code::precondition_failed, inequivalent(arg, "queue", name, text(received), text(now)), key);
+    ctx.fail(wire::reply_code::precondition_failed, inequivalent(ctx, arg, "queue", name, text(received), text(now)), key);
     return true;
   };
   const auto dlx = [](const routing::queue_def& d) { return d.dead_letter ? std::optional(d.dead_letter->exchange) : std::nullopt; };
@@ -245,7 +245,7 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m) {
   if (!usable(ctx, name, key)) return;
   routing::queue_def wanted{m.durable, m.exclusive, m.auto_delete, {}};
   std::string invalid;
-  if (!read_queue_arguments(m.arguments, name, names(ctx), wanted, invalid))
+  if (!read_queue_arguments(m.arguments, name, ctx.state().config().vhost, names(ctx), wanted, invalid))
     return ctx.fail(wire::reply_code::precondition_failed, invalid, key);
   if (wanted.single_active_consumer && !ctx.bus().pinned_groups()) {
     return ctx.fail(wire::reply_code::not_implemented,
@@ -280,7 +280,7 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m) {
                  auto kind = find_exchange(ctx, exchange);
                  if (!present || !kind) {
                    return ctx.fail(wire::reply_code::not_found,
-                                   "no exchange " + quoted(exchange) + " in vhost '/'; declare it first",
+                                   "no exchange " + quoted(exchange) + in_vhost(ctx) + "; declare it first",
                                    key);
                  }
                  // Validates the key against the kind: what NATS cannot express is refused.
@@ -325,7 +325,7 @@ void on_queue_unbind(channel_context& ctx, wire::queue_unbind m) {
                [&ctx, queue, exchange, m](bool present) {
                  if (!present) {
                    return ctx.fail(wire::reply_code::not_found,
-                                   "no exchange " + quoted(exchange) + " in vhost '/'", key);
+                                   "no exchange " + quoted(exchange) + in_vhost(ctx), key);
                  }
                  broker* b = &ctx.state();
                  // Unbinding what is not bound succeeds, as in RabbitMQ. What this channel
@@ -380,7 +380,7 @@ void on_queue_delete(channel_context& ctx, wire::queue_delete_ m) {
                if (m.if_unused && ctx.state().consumer_count(queue) > 0) {
                  return ctx.fail(wire::reply_code::precondition_failed,
                                  "queue " + quoted(queue) +
-                                     " in vhost '/' in use; cancel its consumers first, or delete it "
+                                     in_vhost(ctx) + " in use; cancel its consumers first, or delete it "
                                      "without if-unused",
                                  key);
                }
@@ -395,7 +395,7 @@ void on_queue_delete(channel_context& ctx, wire::queue_delete_ m) {
                        if (m.if_empty && count > 0) {
                          return ctx.fail(wire::reply_code::precondition_failed,
                                          "queue " + quoted(queue) +
-                                             " in vhost '/' is not empty; purge it first, or delete it "
+                                             in_vhost(ctx) + " is not empty; purge it first, or delete it "
                                              "without if-empty",
                                          key);
                        }

@@ -43,10 +43,12 @@ std::optional<std::string> refused_queue_argument(const wire::field_table& argum
   return std::nullopt;
 }
 
-bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, routing::name_rules names,
+bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, std::string_view vhost,
+                          routing::name_rules names,
                           routing::queue_def& def, std::string& refusal) {
   auto invalid = [&](std::string_view name, std::string_view why) {
-    refusal = "invalid arg '" + std::string(name) + "' for queue '" + std::string(queue) + "' in vhost '/': " +
+    refusal = "invalid arg '" + std::string(name) + "' for queue '" + std::string(queue) + "' in vhost '" +
+              std::string(vhost) + "': " +
               std::string(why);
     return false;
   };

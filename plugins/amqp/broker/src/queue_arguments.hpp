@@ -24,7 +24,8 @@ std::optional<std::string> refused_queue_argument(const wire::field_table& argum
 // `def`; x-dead-letter-strategy is
 // checked (dead-lettering is always at least once, which satisfies either value). False with
 // RabbitMQ's 406 "invalid arg" sentence in `refusal` for a value of the wrong type or range.
-bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, routing::name_rules names,
+bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, std::string_view vhost,
+                          routing::name_rules names,
                           routing::queue_def& def, std::string& refusal);
 
 }  // namespace amqp::broker

@@ -23,17 +23,17 @@ TEST_CASE("x-single-active-consumer is a boolean kept with the queue, not refuse
   CHECK_FALSE(broker::refused_queue_argument(on));
   routing::queue_def def;
   std::string refusal;
-  REQUIRE(broker::read_queue_arguments(on, "q", hip, def, refusal));
+  REQUIRE(broker::read_queue_arguments(on, "q", "/", hip, def, refusal));
   CHECK(def.single_active_consumer);
 
   routing::queue_def off_def;
-  REQUIRE(broker::read_queue_arguments(arguments("x-single-active-consumer", wire::field_value{false}), "q", hip, off_def,
+  REQUIRE(broker::read_queue_arguments(arguments("x-single-active-consumer", wire::field_value{false}), "q", "/", hip, off_def,
                                        refusal));
   CHECK_FALSE(off_def.single_active_consumer);
 
   routing::queue_def bad_def;
   CHECK_FALSE(broker::read_queue_arguments(arguments("x-single-active-consumer", wire::field_value{std::int32_t{1}}),
-                                           "q", hip, bad_def, refusal));
+                                           "q", "/", hip, bad_def, refusal));
   CHECK(refusal.find("invalid arg 'x-single-active-consumer' for queue 'q'") == 0);
   CHECK(refusal.find("not a boolean") != std::string::npos);
 }
@@ -44,15 +44,15 @@ TEST_CASE("x-max-length and x-overflow are kept with the queue; the byte limit s
   CHECK_FALSE(broker::refused_queue_argument(both));
   routing::queue_def def;
   std::string refusal;
-  REQUIRE(broker::read_queue_arguments(both, "q", hip, def, refusal));
+  REQUIRE(broker::read_queue_arguments(both, "q", "/", hip, def, refusal));
   CHECK(def.max_length == 10u);
   CHECK(def.overflow == routing::overflow_mode::reject_publish);
 
   routing::queue_def bad;
   CHECK_FALSE(broker::read_queue_arguments(arguments("x-overflow", wire::field_value{std::string("drop-tail")}), "q",
-                                           hip, bad, refusal));
+                                           "/", hip, bad, refusal));
   CHECK(refusal.find("not 'drop-head', 'reject-publish' or 'reject-publish-dlx'") != std::string::npos);
-  CHECK_FALSE(broker::read_queue_arguments(arguments("x-max-length", wire::field_value{std::int32_t{-1}}), "q", hip, bad,
+  CHECK_FALSE(broker::read_queue_arguments(arguments("x-max-length", wire::field_value{std::int32_t{-1}}), "q", "/", hip, bad,
                                            refusal));
   CHECK(refusal.find("negative") != std::string::npos);
 
@@ -66,11 +66,11 @@ TEST_CASE("x-dead-letter-exchange is a name the naming mode accepts") {
   const auto dotted = arguments("x-dead-letter-exchange", wire::field_value{std::string("orders.dlx")});
   routing::queue_def def;
   std::string refusal;
-  CHECK_FALSE(broker::read_queue_arguments(dotted, "q", hip, def, refusal));
+  CHECK_FALSE(broker::read_queue_arguments(dotted, "q", "/", hip, def, refusal));
   CHECK(refusal.find("'orders.dlx' holds '.'") != std::string::npos);
-  REQUIRE(broker::read_queue_arguments(dotted, "q", routing::name_rules::escaped, def, refusal));
+  REQUIRE(broker::read_queue_arguments(dotted, "q", "/", routing::name_rules::escaped, def, refusal));
   CHECK(def.dead_letter->exchange == "orders.dlx");
   const auto headers = arguments("x-dead-letter-exchange", wire::field_value{std::string("amq.headers")});
-  CHECK_FALSE(broker::read_queue_arguments(headers, "q", routing::name_rules::escaped, def, refusal));
+  CHECK_FALSE(broker::read_queue_arguments(headers, "q", "/", routing::name_rules::escaped, def, refusal));
   CHECK(refusal.find("headers exchange") != std::string::npos);
 }

@@ -40,7 +40,6 @@ bus_result<std::shared_ptr<client>> client_impl::sign_in(const credentials& who,
   options.connection_name = options_.connection_name + (who.user.empty() ? ":token" : ":" + who.user);
   auto c = std::make_shared<client_impl>(std::move(options));
   auto done = c->dial();
-  if (done) done = c->bind_as_signed_in(*this);
   if (done) done = c->start_inbox();
   if (done) done = c->check_inbox_permitted();
   if (!done) {

@@ -168,13 +168,11 @@ class client_impl final : public client {
   bus_status match_replicas(const std::string& step, const std::string& stream, const json& info);
   bus_status start_inbox();
   bus_status reclaim_unacked();
-  // sign_in's steps: the signed-in user sees the service's stream and bucket, and receives
-  // the answers to its requests.
-  bus_status bind_as_signed_in(const client_impl& service);
-  bus_status check_inbox_permitted();
+  bus_status check_inbox_permitted();  // sign_in's: the user receives the answers to its requests
 
   bus_result<std::shared_ptr<client>> sign_in(const credentials& who,
                                               std::chrono::steady_clock::time_point deadline) override;
+  bus_status join(const client& service) override;
 
   bus_result<topology_watch> watch_topology(
       boost::asio::any_io_executor ex, on_change_fn on_change,
@@ -362,6 +360,8 @@ class client_impl final : public client {
   void settle(const std::string& reply, const char* verb);
 
   client_options options_;
+  std::string stream_created_;  // when stream AMQP was created: which account's it is (join)
+  std::mutex join_mutex_;
   std::vector<std::string> servers_;
   std::string url_text_;  // for messages
   connection_ptr conn_;     // buffered: publishes, settlements, their answers (connection.cpp)

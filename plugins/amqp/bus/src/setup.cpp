@@ -8,7 +8,7 @@ namespace amqp::bus::detail {
 
 namespace {
 
-std::string join(const json& list) {
+std::string joined(const json& list) {
   std::string out = "[";
   for (const auto& item : list) {
     if (out.size() > 1) out += ", ";
@@ -23,7 +23,7 @@ std::string join(const json& list) {
 std::string stream_mismatch(const json& config) {
   const json subjects = config.value("subjects", json::array());
   if (subjects != json::array({stream_subjects}))
-    return "its subjects are " + join(subjects) + ", expected [" + stream_subjects + "]";
+    return "its subjects are " + joined(subjects) + ", expected [" + stream_subjects + "]";
   const std::string retention = config.value("retention", std::string{"limits"});
   if (retention != "interest")
     return "its retention is " + retention + ", expected interest (a message leaves once every "
@@ -53,6 +53,7 @@ bus_status client_impl::ensure_stream() {
   auto info = api(step, std::string{"STREAM.INFO."} + stream_name, nullptr);
   if (info) {
     const std::string differs = stream_mismatch(info->value("config", json::object()));
+    stream_created_ = info->value("created", std::string{});
     if (differs.empty()) return match_replicas(step, stream_name, *info);
     return failure(step, "a stream named " + std::string{stream_name} + " already exists and " +
                              differs + "; it is left untouched: delete or fix it, or point "
@@ -70,6 +71,7 @@ bus_status client_impl::ensure_stream() {
                  {"max_age", options_.max_age_seconds * ns_per_second}};
   auto created = api(step, std::string{"STREAM.CREATE."} + stream_name, config);
   if (!created) return created.error();
+  stream_created_ = created->value("created", std::string{});
   return bus_ok();
 }
 
@@ -82,7 +84,7 @@ bus_status client_impl::ensure_bucket() {
   if (info) {
     const json subjects = info->value("config", json::object()).value("subjects", json::array());
     if (subjects != json::array({kv_subjects}))
-      return failure(step, "stream " + kv_stream + " already exists with subjects " + join(subjects) +
+      return failure(step, "stream " + kv_stream + " already exists with subjects " + joined(subjects) +
                                ", so it is not a key-value bucket named " + bucket_name +
                                ": delete that stream, or point CLOUD_PUBSUB_URL at another bus");
     if (auto matched = match_replicas(step, kv_stream, *info); !matched) return matched;
@@ -105,16 +107,26 @@ bus_status client_impl::ensure_bucket() {
   return bus_ok();
 }
 
-// A signed-in user must be of the service's account (where stream AMQP and bucket amqp are): a
-// user of another account has a JetStream of its own, in which neither exists. Its facts are the
-// service's (the same servers).
-bus_status client_impl::bind_as_signed_in(const client_impl& service) {
+// A NATS account is a JetStream of its own: the signed-in user works on the service's stream and
+// bucket only when it is of the service's account, where its stream AMQP is the service's own
+// (created at the same instant). Its facts are the service's (the same servers).
+bus_status client_impl::join(const client& service_client) {
+  const auto& service = static_cast<const client_impl&>(service_client);
   const std::string step = "stream " + std::string{stream_name} + " as " + user_text();
+  std::lock_guard lock{join_mutex_};
+  if (!stream_created_.empty()) {
+    if (stream_created_ == service.stream_created_) return bus_ok();
+    return failure(step, "the user's stream " + std::string{stream_name} + " is another account's", bus_errc::denied);
+  }
   auto info = api(step, std::string{"STREAM.INFO."} + stream_name, nullptr);
   if (!info && info.error().kind == bus_errc::not_found)
     return failure(step, "the user's account has no stream " + std::string{stream_name} +
-                             ": the user must belong to the NATS account of the adaptor's own user", bus_errc::denied);
+                             ": the user is not of this virtual host's NATS account", bus_errc::denied);
   if (!info) return info.error();
+  if (info->value("created", std::string{}) != service.stream_created_)
+    return failure(step, "the user's stream " + std::string{stream_name} +
+                             " is another account's: the user is not of this virtual host's NATS account",
+                   bus_errc::denied);
   kvStore* kv = nullptr;
   const auto started = std::chrono::steady_clock::now();
   if (natsStatus s = js_KeyValue(&kv, js_.get(), bucket_name); s != NATS_OK) {
@@ -126,6 +138,7 @@ bus_status client_impl::bind_as_signed_in(const client_impl& service) {
   kv_.reset(kv);
   overlapping_filters_ = service.overlapping_filters_;
   pinned_groups_ = service.pinned_groups_;
+  stream_created_ = service.stream_created_;
   return bus_ok();
 }
 

@@ -22,6 +22,31 @@ std::string refusal(std::string_view variable, std::string_view value, std::stri
          std::string(expected);
 }
 
+// "prod=svc-prod:pw staging=svc-st:pw2": each a name (not "/", the adaptor's own account, nor
+// empty), once, and a user of that vhost's account with its password.
+std::variant<std::vector<server_config::vhost_account>, std::string> parse_vhosts(const std::string& text) {
+  std::vector<server_config::vhost_account> out;
+  std::size_t at = 0;
+  while ((at = text.find_first_not_of(" \t\n", at)) != std::string::npos) {
+    const auto end = std::min(text.find_first_of(" \t\n", at), text.size());
+    const std::string entry = text.substr(at, end - at);
+    at = end;
+    const auto eq = entry.find('=');
+    const auto colon = eq == std::string::npos ? eq : entry.find(':', eq);
+    const std::string name = entry.substr(0, eq);
+    // The entry as a message shows it: never its password.
+    const std::string shown = colon == std::string::npos ? entry : entry.substr(0, colon + 1) + "***";
+    if (eq == 0 || colon == std::string::npos || colon == eq + 1 || name == "/")
+      return refusal("CLOUD_AMQP_VHOSTS", shown,
+                     "name=user:password per virtual host, space-separated (the user is one of that vhost's NATS "
+                     "account; '/' is the adaptor's own and is not listed)");
+    for (const auto& seen : out)
+      if (seen.name == name) return refusal("CLOUD_AMQP_VHOSTS", shown, "each virtual host once");
+    out.push_back({name, entry.substr(eq + 1, colon - eq - 1), entry.substr(colon + 1)});
+  }
+  return out;
+}
+
 }  // namespace
 
 config_result read_config(const env_lookup& env) {
@@ -98,6 +123,11 @@ config_result read_config(const env_lookup& env) {
                      "none (anyone may connect, on a loopback CLOUD_AMQP_HOST only) or bus (the bus checks "
                      "each connection's user and password)");
     }
+  }
+  if (auto vhosts = env("CLOUD_AMQP_VHOSTS")) {
+    auto parsed = parse_vhosts(*vhosts);
+    if (auto* refusal = std::get_if<std::string>(&parsed)) return *refusal;
+    config.vhosts = std::move(std::get<std::vector<server_config::vhost_account>>(parsed));
   }
   // Secure by default: a listener others can reach asks who connects.
   boost::system::error_code ec;

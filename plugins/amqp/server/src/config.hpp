@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "amqp/routing/names.hpp"
 
@@ -43,6 +44,14 @@ struct server_config {
   // (connection.start-ok's credentials sign in to the bus, whose permissions then decide).
   enum class auth_mode { none, bus };
   auth_mode auth = auth_mode::none;
+  // CLOUD_AMQP_VHOSTS: the virtual hosts besides "/", each a NATS account of its own on the same
+  // bus, reached as a user of that account: `name=user:password`, space-separated.
+  struct vhost_account {
+    std::string name;
+    std::string user;
+    std::string password;
+  };
+  std::vector<vhost_account> vhosts;
   // CLOUD_AMQP_NAMES (hip | escaped): which exchange and queue names clients may use.
   routing::name_rules names = routing::name_rules::hip;
 };

@@ -145,10 +145,26 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     log_fn log = [&host](log_level level, std::string_view m) { host.log(level, m); };
     server_ = std::make_unique<server>(log, io_threads);
     server_->run_threads();
-    try {
-      broker_ = broker::make_broker(server_->io(), bus_, settings);
-    } catch (const std::exception& e) {
-      return failed("topology", e.what());
+    auto& root = vhosts_[std::string{default_vhost}];
+    root = {std::string{default_vhost}, bus_, nullptr};
+    for (const auto& account : cfg.vhosts) {
+      auto vhost_options = options;
+      vhost_options.who = bus::credentials{account.user, account.password};
+      vhost_options.connection_name = "cloud-amqp-vhost:" + account.name;
+      auto opened_vhost = bus::client::open(vhost_options);
+      if (!opened_vhost) return failed("vhost '" + account.name + "' (CLOUD_AMQP_VHOSTS)", opened_vhost.error().text);
+      vhosts_[account.name] = {account.name, std::move(*opened_vhost), nullptr};
+      host.log(log_level::info, "vhost '" + account.name + "': stream " + bus::stream_name + " and bucket " +
+                                    bus::bucket_name + " of user '" + account.user + "''s NATS account");
+    }
+    for (auto& [name, v] : vhosts_) {
+      try {
+        auto vhost_settings = settings;
+        vhost_settings.vhost = name;
+        v.broker = broker::make_broker(server_->io(), v.bus, vhost_settings);
+      } catch (const std::exception& e) {
+        return failed(name == default_vhost ? std::string{"topology"} : "topology of vhost '" + name + "'", e.what());
+      }
     }
 
     session_options session;
@@ -157,7 +173,8 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
       identities_ = std::make_shared<identities>(bus_);
       session.identities = identities_;
     }
-    if (auto refusal = server_->listen(cfg.host, cfg.port, broker_, session)) return failed("listener", *refusal);
+    if (auto refusal = server_->listen(cfg.host, cfg.port, std::make_shared<const vhost_map>(vhosts_), session))
+      return failed("listener", *refusal);
 
     const auto bound = server_->endpoint();
     host.publish("port", std::to_string(bound.port()));
@@ -179,24 +196,33 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     const auto now = clock::now();
     const auto budget = std::max(deadline - now, clock::duration::zero());
     if (server_) server_->close_connections(now + budget / 2);
-    if (broker_) {
+    for (auto& [name, v] : vhosts_) {
+      if (!v.broker) continue;
       try {
-        broker::stop_broker(*broker_);
+        broker::stop_broker(*v.broker);
       } catch (...) {
         // A failed cleanup leaves transient entries for this node's next start to remove.
       }
     }
     if (server_) server_->stop_threads(now + budget * 3 / 4);
-    broker_.reset();
     identities_.reset();  // the users' clients close before the adaptor's own
-    // The bus goes before the io it reports to, with the blocking work that still holds it.
+    // The buses go before the io they report to, with the blocking work that still holds them.
+    for (auto& [name, v] : vhosts_) {
+      v.broker.reset();
+      if (name == default_vhost) {
+        v.bus.reset();  // bus_'s, closed last
+      } else {
+        bus::client::close_and_release(v.bus, now + budget);
+      }
+    }
+    vhosts_.clear();
     bus::client::close_and_release(bus_, now + budget);
     server_.reset();
   }
 
   std::mutex mutex_;
   std::shared_ptr<bus::client> bus_;
-  std::shared_ptr<broker::broker> broker_;
+  vhost_map vhosts_;  // "/" (bus_'s) and CLOUD_AMQP_VHOSTS
   std::shared_ptr<identities> identities_;  // CLOUD_AMQP_AUTH=bus
   std::unique_ptr<server> server_;
 };

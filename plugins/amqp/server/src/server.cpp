@@ -38,10 +38,10 @@ void server::run_one(net::io_context& loop) {
 }
 
 std::optional<std::string> server::listen(const std::string& host, std::uint16_t port,
-                                          std::shared_ptr<broker::broker> broker, session_options options) {
+                                          std::shared_ptr<const vhost_map> vhosts, session_options options) {
   auto bound = listener::bind(io(), host, port);
   if (auto* refusal = std::get_if<std::string>(&bound)) return *refusal;
-  broker_ = std::move(broker);
+  vhosts_ = std::move(vhosts);
   options_ = std::move(options);
   listener_ = std::move(std::get<std::unique_ptr<listener>>(bound));
   listener_->start([this] { return net::any_io_executor(next_loop().get_executor()); },
@@ -72,7 +72,7 @@ void server::accept(connection_stream stream) {
     return;
   }
   const auto id = ++next_id_;
-  auto s = std::make_shared<session>(std::move(stream), id, broker_, options_, log_, registry_);
+  auto s = std::make_shared<session>(std::move(stream), id, vhosts_, options_, log_, registry_);
   registry_->add(id, s);
   s->start();
 }
@@ -108,7 +108,7 @@ void server::stop_threads(clock::time_point deadline) {
   threads_.clear();
   listener_.reset();
   tls_listener_.reset();
-  broker_.reset();
+  vhosts_.reset();
 }
 
 }  // namespace amqp::server

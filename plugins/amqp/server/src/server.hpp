@@ -23,6 +23,7 @@
 #include "log.hpp"
 #include "registry.hpp"
 #include "session.hpp"
+#include "vhosts.hpp"
 
 namespace amqp::server {
 
@@ -40,7 +41,7 @@ class server {
   void run_threads();
   // Binds host:port and starts accepting; nullopt on success, else the sentence.
   std::optional<std::string> listen(const std::string& host, std::uint16_t port,
-                                    std::shared_ptr<broker::broker> broker, session_options options);
+                                    std::shared_ptr<const vhost_map> vhosts, session_options options);
   // The amqps listener, after listen(): the same sessions, each behind a TLS handshake.
   std::optional<std::string> listen_tls(const std::string& host, std::uint16_t port,
                                         std::shared_ptr<ssl::context> tls);
@@ -72,7 +73,7 @@ class server {
   std::unique_ptr<listener> listener_;
   std::unique_ptr<listener> tls_listener_;
   std::shared_ptr<ssl::context> tls_;
-  std::shared_ptr<broker::broker> broker_;
+  std::shared_ptr<const vhost_map> vhosts_;
   session_options options_;
   std::atomic<bool> closing_{false};
   std::atomic<std::uint64_t> next_id_{0};

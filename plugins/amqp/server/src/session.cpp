@@ -42,13 +42,13 @@ constexpr std::size_t max_write_batch = 64;  // frames gathered into one write
 
 }  // namespace
 
-session::session(connection_stream stream, std::uint64_t id, std::shared_ptr<broker::broker> broker,
+session::session(connection_stream stream, std::uint64_t id, std::shared_ptr<const vhost_map> vhosts,
                  const session_options& options, log_fn log, std::shared_ptr<session_registry> registry)
     : executor_(stream.socket().get_executor()),
       stream_(std::move(stream)),
       id_(id),
-      broker_(std::move(broker)),
-      bus_(broker::connection_bus(*broker_)),
+      vhosts_(std::move(vhosts)),
+      bus_(find_vhost(*vhosts_, default_vhost)->bus),
       options_(options),
       log_(std::move(log)),
       registry_(std::move(registry)),
@@ -295,6 +295,7 @@ void session::handle_handshake_method(wire::method& m) {
     const char* due = phase_ == phase::start_ok     ? "connection.start-ok was due"
                       : phase_ == phase::signing_in ? "nothing was due until connection.tune"
                       : phase_ == phase::tune_ok    ? "connection.tune-ok was due"
+                      : phase_ == phase::joining    ? "nothing was due until connection.open-ok"
                                                     : "connection.open was due";
     connection_exception(wire::reply_code::command_invalid,
                          name_of(m) + " arrived during the handshake, where " + due,
@@ -406,8 +407,43 @@ void session::on_tune_ok(const wire::connection_tune_ok& m) {
   phase_ = phase::open;
 }
 
-void session::on_open(const wire::connection_open&) {
-  // The virtual host is accepted and ignored: it is not a namespace here (HIP-1326 Security).
+// The vhost must be one this process serves; a signed-in user must be of its NATS account
+// (530 NOT_ALLOWED otherwise, in RabbitMQ's words).
+void session::on_open(const wire::connection_open& m) {
+  const vhost* v = find_vhost(*vhosts_, m.virtual_host);
+  if (v == nullptr) {
+    std::string served;
+    for (const auto& [name, unused] : *vhosts_) served += (served.empty() ? "'" : ", '") + name + "'";
+    connection_exception(wire::reply_code::not_allowed,
+                         "vhost '" + m.virtual_host + "' not found; this server has " + served +
+                             " (CLOUD_AMQP_VHOSTS lists the others)",
+                         wire::connection_open::key);
+    return;
+  }
+  if (!options_.identities) {
+    bus_ = v->bus;
+    opened(*v);
+    return;
+  }
+  phase_ = phase::joining;
+  const std::string name = v->name;
+  bus_->run_blocking(
+      executor_, [user = bus_, service = v->bus] { return user->join(*service); },
+      [self = shared_from_this(), name](bus::bus_status joined) {
+        if (self->socket_closed_ || self->phase_ != phase::joining) return;
+        if (joined) return self->opened(*find_vhost(*self->vhosts_, name));
+        self->warn("opening vhost '" + name + "' failed: " + joined.error().text);
+        const bool refused = joined.error().kind == bus::bus_errc::denied;
+        self->send_connection_close(
+            refused ? wire::reply_code::not_allowed : wire::reply_code::internal_error,
+            refused ? "access to vhost '" + name + "' refused for user '" + self->user_ + "'"
+                    : "the bus could not open vhost '" + name + "' (" + joined.error().text + "); retry",
+            wire::connection_open::key);
+      });
+}
+
+void session::opened(const vhost& v) {
+  broker_ = v.broker;
   send_method(0, wire::connection_open_ok{});
   phase_ = phase::running;
   last_read_ = clock::now();
@@ -741,6 +777,7 @@ void session::release_channels() {
   channels_.clear();
   if (channels_released_) return;
   channels_released_ = true;
+  if (!broker_) return;  // never opened a vhost
   try {
     broker::connection_closed(*broker_, id_);
   } catch (const std::exception& e) {

@@ -19,6 +19,7 @@
 #include "content_assembly.hpp"
 #include "identities.hpp"
 #include "log.hpp"
+#include "vhosts.hpp"
 
 namespace amqp::server {
 
@@ -41,7 +42,7 @@ struct session_options {
 
 class session final : public broker::connection_port, public std::enable_shared_from_this<session> {
  public:
-  session(connection_stream stream, std::uint64_t id, std::shared_ptr<broker::broker> broker,
+  session(connection_stream stream, std::uint64_t id, std::shared_ptr<const vhost_map> vhosts,
           const session_options& options, log_fn log, std::shared_ptr<session_registry> registry);
   ~session() override;
   session(const session&) = delete;
@@ -78,6 +79,7 @@ class session final : public broker::connection_port, public std::enable_shared_
     signing_in,       // the bus is checking start-ok's credentials
     tune_ok,
     open,
+    joining,          // the bus is checking that the user is of connection.open's vhost
     running,
     closing,          // we sent connection.close (or the raw header): waiting for close-ok/EOF
     ended,            // no more input is handled; the writer flushes and the socket goes
@@ -129,6 +131,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   void signed_in(const std::string& mechanism, const bus::credentials& who,
                  bus::bus_result<std::shared_ptr<bus::client>> client);
   void on_update_secret(const wire::connection_update_secret& m);
+  void opened(const vhost& v);
 
   // output and ending
   template <class M> void send_method(std::uint16_t channel, const M& m);
@@ -152,7 +155,8 @@ class session final : public broker::connection_port, public std::enable_shared_
   net::any_io_executor executor_;
   connection_stream stream_;
   const std::uint64_t id_;
-  std::shared_ptr<broker::broker> broker_;
+  std::shared_ptr<const vhost_map> vhosts_;
+  std::shared_ptr<broker::broker> broker_;  // connection.open's vhost's
   // The adaptor's own until the connection signs in (CLOUD_AMQP_AUTH=bus), then its user's: a
   // channel keeps the one it opened with.
   std::shared_ptr<bus::client> bus_;

@@ -199,3 +199,19 @@ TEST_CASE("the amqps listener: on with a certificate and its key, its files read
   std::filesystem::remove(cert);
   std::filesystem::remove(key);
 }
+
+TEST_CASE("virtual hosts: name=user:password each, space-separated, never '/', never twice") {
+  CHECK(std::get<server_config>(read_config(env_of({}))).vhosts.empty());
+  auto r = read_config(env_of({{"CLOUD_AMQP_VHOSTS", " prod=svc-prod:p:w  staging=st:x\n"}}));
+  REQUIRE(std::holds_alternative<server_config>(r));
+  const auto& v = std::get<server_config>(r).vhosts;
+  REQUIRE(v.size() == 2);
+  CHECK((v[0].name == "prod" && v[0].user == "svc-prod" && v[0].password == "p:w"));
+  CHECK((v[1].name == "staging" && v[1].user == "st" && v[1].password == "x"));
+  for (const char* bad : {"prod", "prod=svc", "=svc:pw", "prod=:pw", "/=svc:pw", "a=u:p a=v:q"}) {
+    CAPTURE(bad);
+    const auto text = refusal_of(read_config(env_of({{"CLOUD_AMQP_VHOSTS", bad}})));
+    CHECK(text.find("CLOUD_AMQP_VHOSTS='") == 0);
+    CHECK(text.find(":p'") == std::string::npos);  // a password is never shown
+  }
+}

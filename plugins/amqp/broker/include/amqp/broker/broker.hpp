@@ -28,6 +28,7 @@ struct settings {
   std::chrono::seconds handshake_timeout{30};
   std::uint64_t max_body_size = 8 * 1024 * 1024;  // the bus's max payload: larger is 311 on the header
   std::string product = "cloud";
+  std::string vhost = "/";  // the virtual host this broker serves (its NATS account's)
   std::string version;
   // CLOUD_AMQP_NAMES: which exchange and queue names clients may use (routing/names.hpp).
   routing::name_rules names = routing::name_rules::hip;
@@ -42,12 +43,9 @@ struct settings {
   std::function<void(std::string_view)> log_warning;
 };
 
-// Per-process broker state: the bus client, the topology mirror, exclusive-queue owners,
-// consumer counts. Shared by every connection of this process.
+// One vhost's broker state: the adaptor's own bus client in the vhost's account, the topology
+// mirror, exclusive-queue owners, consumer counts. Shared by every connection of the vhost.
 class broker;
-// The bus client a new connection's channels use. Today every connection shares the process's;
-// with authentication it is the client of the connection's identity.
-std::shared_ptr<bus::client> connection_bus(broker& b);
 // Blocking (call it from mount, not from an io thread): opens the bucket's watch and applies
 // its initial replay before returning (HIP-1326 §1), then removes the transient entries a
 // crash of this node left. Throws std::runtime_error naming the cause (mount fails closed).
@@ -70,7 +68,8 @@ class connection_port {
   virtual std::uint64_t connection_id() const = 0;  // unique in this process (exclusive owners)
   // Serial (one thread's): the channels' work and their bus completions run here, in order.
   virtual boost::asio::any_io_executor executor() = 0;
-  // The bus client this connection's channels publish, pull and settle through (connection_bus).
+  // The bus client this connection's channels publish, pull, settle and declare through: the
+  // signed-in user's (CLOUD_AMQP_AUTH=bus), or the adaptor's own in the connection's vhost.
   virtual std::shared_ptr<bus::client> bus() = 0;
   // The user the bus signed this connection in as (CLOUD_AMQP_AUTH=bus): a publish's user_id
   // property must name it. Empty when authentication is off.

@@ -216,12 +216,15 @@ class client : public std::enable_shared_from_this<client> {
   // one with another replica count is changed, or refused when the bus cannot change it.
   static bus_result<std::shared_ptr<client>> open(const client_options& options);
 
-  // Blocking. A client of the same bus (its stream, bucket and probed facts) whose every
-  // publish, consumer operation and bucket write is made as `who`, so that the server's users,
-  // accounts and subject permissions decide what it may do. Kind denied when the bus refuses the
-  // credentials, or the user may not receive its answers (`_INBOX.>`) or see stream AMQP.
+  // Blocking. A client of the same bus whose every publish, consumer operation and bucket write
+  // is made as `who`, so that the server's users, accounts and subject permissions decide what
+  // it may do; it works on a stream once it joined its service (join). Kind denied when the bus
+  // refuses the credentials, or the user may not receive its answers (`_INBOX.>`).
   virtual bus_result<std::shared_ptr<client>> sign_in(const credentials& who,
                                                       std::chrono::steady_clock::time_point deadline) = 0;
+  // Blocking. A signed-in client takes `service`'s stream, bucket and probed facts: kind denied
+  // when its user is not of `service`'s NATS account (a virtual host). Idempotent.
+  virtual bus_status join(const client& service) = 0;
 
   virtual ~client() = default;
   client(const client&) = delete;
