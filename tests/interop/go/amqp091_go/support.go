@@ -16,9 +16,10 @@ type S struct {
 	name string
 	url  string
 
-	mu    sync.Mutex
-	conns []*amqp.Connection
-	step  string
+	mu       sync.Mutex
+	conns    []*amqp.Connection
+	step     string
+	confirms map[*amqp.Channel]chan amqp.Confirmation // publishConfirmed's listeners
 }
 
 // failure is what a failed assertion panics with; capture turns it into the RESULT reason.
@@ -129,16 +130,50 @@ func (s *S) boundQueue(ch *amqp.Channel, kind, key string) (exchange, queue stri
 }
 
 // publishConfirmed publishes on a confirm-mode channel and waits for the broker's basic.ack.
+// The outcome is read from a NotifyPublish listener of the channel's, not from the deferred
+// confirmation: amqp091-go before 1.8.0 (Debian's is 1.5.0) records a deferred confirmation only
+// after the publish is on the socket, and drops an ack that arrives before that (upstream
+// issue #182), so a fast broker's ack could leave Wait() hanging.
 func (s *S) publishConfirmed(ch *amqp.Channel, exchange, key string, msg amqp.Publishing) {
 	s.at("publish with confirm " + string(msg.Body))
+	confirms := s.confirmsOf(ch)
+	tag := ch.GetNextPublishSeqNo()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	confirm, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, false, false, msg)
+	_, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, false, false, msg)
 	s.must(err, "basic.publish")
-	if !confirm.Wait() {
-		s.check(ctx.Err() == nil, "no publisher confirm for %q within %s", msg.Body, waitLimit)
-		s.failf("basic.nack for %q (expected basic.ack)", msg.Body)
+	for {
+		select {
+		case c := <-confirms:
+			if c.DeliveryTag < tag {
+				continue // an earlier publish's, confirmed while nobody waited for it
+			}
+			s.check(c.DeliveryTag == tag, "publisher confirm for tag %d, expected %d (%q)", c.DeliveryTag, tag, msg.Body)
+			if !c.Ack {
+				s.failf("basic.nack for %q (expected basic.ack)", msg.Body)
+			}
+			return
+		case <-ctx.Done():
+			s.failf("no publisher confirm for %q within %s", msg.Body, waitLimit)
+		}
 	}
+}
+
+// confirmsOf: the channel's NotifyPublish listener for publishConfirmed, made on first use (a
+// listener cannot be removed, so there is one per channel; its buffer keeps amqp091's reader
+// from blocking on confirms nobody waits for).
+func (s *S) confirmsOf(ch *amqp.Channel) chan amqp.Confirmation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.confirms == nil {
+		s.confirms = map[*amqp.Channel]chan amqp.Confirmation{}
+	}
+	c, ok := s.confirms[ch]
+	if !ok {
+		c = ch.NotifyPublish(make(chan amqp.Confirmation, 1024))
+		s.confirms[ch] = c
+	}
+	return c
 }
 
 // publishBodies publishes persistent messages with the given bodies, each confirmed.
