@@ -10,6 +10,7 @@ amqp-tools.
 import json
 import os
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -250,6 +251,32 @@ const amqp = require('amqplib');
         self.assertNotEqual(wrong.returncode, 0)
         self.assertIn("ACCESS_REFUSED", wrong.stderr + wrong.stdout)
         subprocess.run(["amqp-delete-queue", "--url", url, "-q", "tools-q"], capture_output=True, timeout=30)
+
+
+class EmbeddedBusWithItsOwnUsers(unittest.TestCase):
+    """CLOUD_PUBSUB_CONFIG: the nats-server pubsub launches takes the users and accounts, and the
+    adaptor is CLOUD_PUBSUB_USER; no password reaches the log."""
+
+    def test_users_of_the_embedded_bus_sign_in(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            config = os.path.join(tmp, "users.conf")
+            with open(config, "w", encoding="utf-8") as f:
+                f.write(CONFIG)
+            env = {"CLOUD_PUBSUB_CONFIG": config, "CLOUD_PUBSUB_USER": "svc", "CLOUD_PUBSUB_PASSWORD": "svc-pw",
+                   "CLOUD_AMQP_VHOSTS": "prod=svc-prod:svc-prod-pw", "CLOUD_AMQP_AUTH": "bus"}
+            with cloudtest.Cloud(env=env) as cloud:
+                root = connect(cloud.amqp_port, "alice", "alice-pw")
+                prod = connect(cloud.amqp_port, "pat", "pat-pw", "prod")
+                try:
+                    same_name_two_tenants(self, root, prod)
+                finally:
+                    root.close()
+                    prod.close()
+                with self.assertRaises(pika.exceptions.ProbableAuthenticationError):
+                    connect(cloud.amqp_port, "alice", "svc-pw")
+                log = "\n".join(cloud.lines)
+                self.assertNotIn("svc-pw", log)
+                self.assertNotIn("svc-prod-pw", log)
 
 
 class VhostsWithoutAuthentication(unittest.TestCase):

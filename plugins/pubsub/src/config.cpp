@@ -1,6 +1,7 @@
 #include "config.hpp"
 
 #include <charconv>
+#include <fstream>
 #include <sstream>
 #include <unistd.h>
 
@@ -98,6 +99,22 @@ config_result read_config(const lookup_fn& lookup) {
                                       "interval (the server's default) or always (fsync before every ack)")};
     }
     c.sync_always = *v == "always";
+  }
+  if (auto v = lookup("CLOUD_PUBSUB_CONFIG"); v && !v->empty()) {
+    std::error_code ec;
+    const auto file = std::filesystem::absolute(*v, ec);
+    if (ec || !std::ifstream(file)) return {std::nullopt, malformed("CLOUD_PUBSUB_CONFIG", *v, "a readable nats-server configuration file")};
+    if (c.external_url) {
+      return {std::nullopt, "CLOUD_PUBSUB_CONFIG=\"" + *v + "\" configures the nats-server pubsub launches, and "
+                            "CLOUD_PUBSUB_URL is set, so none is launched: unset one of them"};
+    }
+    c.server_config = file.lexically_normal();
+  }
+  if (auto v = lookup("CLOUD_PUBSUB_USER"); v && !v->empty()) c.user = *v;
+  if (auto v = lookup("CLOUD_PUBSUB_PASSWORD"); v && !v->empty()) c.password = *v;
+  if (c.user.empty() != c.password.empty() || (!c.user.empty() && !c.server_config)) {
+    return {std::nullopt, "CLOUD_PUBSUB_USER and CLOUD_PUBSUB_PASSWORD go together, beside CLOUD_PUBSUB_CONFIG (a user "
+                          "of the launched server's configuration); CLOUD_PUBSUB_USER=\"" + c.user + "\""};
   }
   if (auto v = lookup("NATS_SERVER_BIN")) {
     if (v->empty()) return {std::nullopt, malformed("NATS_SERVER_BIN", *v, "the nats-server executable")};

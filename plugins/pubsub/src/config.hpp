@@ -26,6 +26,12 @@ struct config {
   // CLOUD_PUBSUB_SYNC: "interval" (the server's default: JetStream writes each message to its
   // files at once and forces them to disk every two minutes) or "always" (before every ack).
   bool sync_always = false;
+  // CLOUD_PUBSUB_CONFIG: a nats-server configuration file (users, accounts, authorization) the
+  // launched server includes; CLOUD_PUBSUB_USER and CLOUD_PUBSUB_PASSWORD: a user of it, which
+  // pubsub probes as and hands to later plugins (published "user" and "password").
+  std::optional<std::filesystem::path> server_config;
+  std::string user;
+  std::string password;
 };
 
 using lookup_fn = std::function<std::optional<std::string>(std::string_view variable)>;

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -162,8 +163,30 @@ info_result probe_info(const std::string& host, std::uint16_t port, std::chrono:
   return {info, {}};
 }
 
+namespace {
+
+// A JSON string's contents: quotes, backslashes and control characters escaped.
+std::string json_escaped(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char code[8];
+      std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += code;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string probe_jetstream(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
-                            server_info* info_out) {
+                            server_info* info_out, const std::string& user, const std::string& password) {
   const auto deadline = clock::now() + timeout;
   fd_guard sock;
   if (auto e = connect_to(host, port, deadline, sock); !e.empty()) return e;
@@ -173,8 +196,10 @@ std::string probe_jetstream(const std::string& host, std::uint16_t port, std::ch
   if (info_out) *info_out = info;
   if (!info.jetstream) return "the server runs without JetStream";
   const std::string inbox = "_INBOX.cloud_pubsub_probe";
-  const std::string request = "CONNECT {\"verbose\":false,\"pedantic\":false,\"name\":\"cloud-pubsub-probe\"}\r\n"
-                              "SUB " + inbox + " 1\r\nPUB $JS.API.INFO " + inbox + " 0\r\n\r\n";
+  const std::string credentials =
+      user.empty() ? std::string{} : ",\"user\":\"" + json_escaped(user) + "\",\"pass\":\"" + json_escaped(password) + "\"";
+  const std::string request = "CONNECT {\"verbose\":false,\"pedantic\":false,\"name\":\"cloud-pubsub-probe\"" +
+                              credentials + "}\r\nSUB " + inbox + " 1\r\nPUB $JS.API.INFO " + inbox + " 0\r\n\r\n";
   if (auto e = send_all(sock.fd, request); !e.empty()) return e;
   const std::string marker = "MSG " + inbox + " 1 ";
   std::string payload;

@@ -22,10 +22,11 @@ struct info_result {
 // Connects and reads the server's INFO line.
 info_result probe_info(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout);
 
-// Connects and asks JetStream for account info ($JS.API.INFO): succeeds once JetStream answers.
-// `info`, when given, receives what the server's INFO line said.
+// Connects (as `user`, when one is given) and asks JetStream for account info ($JS.API.INFO):
+// succeeds once JetStream answers. `info`, when given, receives what the server's INFO line said.
 std::string probe_jetstream(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
-                            server_info* info = nullptr);
+                            server_info* info = nullptr, const std::string& user = {},
+                            const std::string& password = {});
 
 // The value of string field `key` in the JSON object `json` (an INFO line's), unescaped only as far
 // as a version or a name needs (no \u sequences); "" when absent or not a string.

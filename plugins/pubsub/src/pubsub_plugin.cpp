@@ -56,6 +56,8 @@ std::string write_server_config(const config& c, fs::path& file) {
   out << "# written by the cloud pubsub plugin at each start\nmax_payload: " << c.max_payload << "\n"
       << "max_pending: " << max_pending << "\n";
   if (c.sync_always) out << "jetstream {\n  sync_interval: always\n}\n";
+  // nats-server reads an include's path relative to the including file, even an absolute one.
+  if (c.server_config) out << "include \"" << fs::relative(*c.server_config, file.parent_path()).string() << "\"\n";
   out.close();
   if (!out) return "cannot write " + file.string() + "; check CLOUD_PUBSUB_STORE_DIR";
   return {};
@@ -183,6 +185,10 @@ status pubsub_plugin::launch(plugin_api::host_services& host, config c) {
   }
   const auto url = url_of(c.host, c.port);
   host.publish("url", url);
+  if (!c.user.empty()) {
+    host.publish("user", c.user);
+    host.publish("password", c.password);
+  }
   host.publish("max_payload", std::to_string(c.max_payload));
   // A server this process launched died with it if it ever died: no other process can hold
   // deliveries from it (riders use this to reclaim orphaned ones at boot).
@@ -221,7 +227,8 @@ std::string pubsub_plugin::wait_ready(clock::time_point deadline, const std::str
   std::string last = "no attempt made (its window was already over)";
   while (clock::now() < deadline && !stopping_) {
     if (auto how = child_->exit_description()) return "nats-server " + *how + " during startup";
-    last = probe_jetstream(host, c.port, std::min(until(deadline), std::chrono::milliseconds{1000}), &info);
+    last = probe_jetstream(host, c.port, std::min(until(deadline), std::chrono::milliseconds{1000}), &info, c.user,
+                           c.password);
     if (last.empty()) return {};
     std::this_thread::sleep_for(std::chrono::milliseconds{50});
   }

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "config.hpp"
@@ -88,4 +90,30 @@ TEST_CASE("resolve_binary searches PATH for a bare name and checks an explicit p
   CHECK_FALSE(resolve_binary("no-such-binary-here", std::string{"/bin:/usr/bin"}));
   CHECK(resolve_binary("/bin/sh", std::nullopt) == std::filesystem::path{"/bin/sh"});
   CHECK_FALSE(resolve_binary("/nonexistent/nats-server", std::nullopt));
+}
+
+TEST_CASE("CLOUD_PUBSUB_CONFIG: a readable file, with its user and password beside it, never with CLOUD_PUBSUB_URL") {
+  const auto file = std::filesystem::temp_directory_path() / "pubsub_config_test_users.conf";
+  std::ofstream(file) << "accounts {}\n";
+  const auto ok = read({{"CLOUD_PUBSUB_CONFIG", file.string()}, {"CLOUD_PUBSUB_USER", "svc"}, {"CLOUD_PUBSUB_PASSWORD", "pw"}});
+  REQUIRE(ok.value);
+  CHECK(ok.value->server_config == file);
+  CHECK(ok.value->user == "svc");
+  CHECK(ok.value->password == "pw");
+  CHECK(read({{"CLOUD_PUBSUB_CONFIG", file.string()}}).value);  // users of its own, none for the adaptor
+  const auto missing = read({{"CLOUD_PUBSUB_CONFIG", "/nonexistent/users.conf"}});
+  REQUIRE_FALSE(missing.value);
+  CHECK(missing.error.find("CLOUD_PUBSUB_CONFIG") != std::string::npos);
+  CHECK(missing.error.find("/nonexistent/users.conf") != std::string::npos);
+  const auto external = read({{"CLOUD_PUBSUB_CONFIG", file.string()}, {"CLOUD_PUBSUB_URL", "nats://127.0.0.1:4222"}});
+  REQUIRE_FALSE(external.value);
+  CHECK(external.error.find("unset one of them") != std::string::npos);
+  for (const auto& env : {std::map<std::string, std::string>{{"CLOUD_PUBSUB_USER", "svc"}, {"CLOUD_PUBSUB_PASSWORD", "pw"}},
+                          std::map<std::string, std::string>{{"CLOUD_PUBSUB_CONFIG", file.string()}, {"CLOUD_PUBSUB_USER", "svc"}}}) {
+    const auto r = read(env);
+    REQUIRE_FALSE(r.value);
+    CHECK(r.error.find("CLOUD_PUBSUB_USER and CLOUD_PUBSUB_PASSWORD go together") == 0);
+    CHECK(r.error.find("pw") == std::string::npos);
+  }
+  std::filesystem::remove(file);
 }

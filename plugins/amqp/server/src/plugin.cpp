@@ -101,6 +101,9 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     bus::client_options options;
     options.url = *url;
     options.creds_file = cfg.pubsub_creds;
+    // The embedded server's own users (CLOUD_PUBSUB_CONFIG): the adaptor is the one pubsub names.
+    if (auto user = host.lookup("pubsub", "user"))
+      options.who = bus::credentials{*user, host.lookup("pubsub", "password").value_or("")};
     options.deadline = host.startup_deadline();
     const bool embedded = host.lookup("pubsub", "embedded") == std::optional<std::string>{"true"};
     options.reclaim_unacked = embedded;
