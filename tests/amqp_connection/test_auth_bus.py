@@ -63,8 +63,21 @@ def bus_env(nats, auth):
             "CLOUD_AMQP_VHOSTS": "prod=svc-prod:svc-prod-pw", "CLOUD_AMQP_AUTH": auth}
 
 
+def two_tenants(test, port, root_user, prod_user, then=None):
+    """Queue 'orders' of vhost '/' and of vhost 'prod' are two queues, each with its own message:
+    `root_user` and `prod_user` are (user, password) of each; then(prod connection), if given."""
+    root = connect(port, *root_user)
+    prod = connect(port, *prod_user, "prod")
+    try:
+        same_name_two_tenants(test, root, prod)
+        if then:
+            then(prod)
+    finally:
+        root.close()
+        prod.close()
+
+
 def same_name_two_tenants(test, root, prod):
-    """Queue 'orders' of vhost '/' (connection `root`) and of vhost 'prod' are two queues."""
     for conn, body in ((root, b"root order"), (prod, b"prod order")):
         ch = conn.channel()
         ch.confirm_delivery()
@@ -150,16 +163,11 @@ class AuthenticationByTheBus(unittest.TestCase):
         self.assertIn("the user's account has no stream AMQP", "\n".join(self.cloud.lines))
 
     def test_vhosts_are_tenants(self):
-        root = connect(self.cloud.amqp_port, "alice", "alice-pw")
-        prod = connect(self.cloud.amqp_port, "pat", "pat-pw", "prod")
-        try:
-            same_name_two_tenants(self, root, prod)
+        def refusals_name_the_vhost(prod):
             with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as raised:
                 prod.channel().queue_declare("orders", passive=True)
             self.assertIn("no queue 'orders' in vhost 'prod'", raised.exception.reply_text)
-        finally:
-            root.close()
-            prod.close()
+        two_tenants(self, self.cloud.amqp_port, ("alice", "alice-pw"), ("pat", "pat-pw"), refusals_name_the_vhost)
 
     def test_denied_publish_is_403_naming_the_subject(self):
         setup = connect(self.cloud.amqp_port, "alice", "alice-pw")
@@ -265,13 +273,7 @@ class EmbeddedBusWithItsOwnUsers(unittest.TestCase):
             env = {"CLOUD_PUBSUB_CONFIG": config, "CLOUD_PUBSUB_USER": "svc", "CLOUD_PUBSUB_PASSWORD": "svc-pw",
                    "CLOUD_AMQP_VHOSTS": "prod=svc-prod:svc-prod-pw", "CLOUD_AMQP_AUTH": "bus"}
             with cloudtest.Cloud(env=env) as cloud:
-                root = connect(cloud.amqp_port, "alice", "alice-pw")
-                prod = connect(cloud.amqp_port, "pat", "pat-pw", "prod")
-                try:
-                    same_name_two_tenants(self, root, prod)
-                finally:
-                    root.close()
-                    prod.close()
+                two_tenants(self, cloud.amqp_port, ("alice", "alice-pw"), ("pat", "pat-pw"))
                 with self.assertRaises(pika.exceptions.ProbableAuthenticationError):
                     connect(cloud.amqp_port, "alice", "svc-pw")
                 log = "\n".join(cloud.lines)
@@ -282,13 +284,7 @@ class EmbeddedBusWithItsOwnUsers(unittest.TestCase):
 class VhostsWithoutAuthentication(unittest.TestCase):
     def test_the_same_name_in_two_vhosts_names_two_queues(self):
         with cloudtest.NatsServer(config=CONFIG) as nats, cloudtest.Cloud(env=bus_env(nats, "none")) as cloud:
-            root = connect(cloud.amqp_port, "guest", "guest")
-            prod = connect(cloud.amqp_port, "guest", "guest", "prod")
-            try:
-                same_name_two_tenants(self, root, prod)
-            finally:
-                root.close()
-                prod.close()
+            two_tenants(self, cloud.amqp_port, ("guest", "guest"), ("guest", "guest"))
 
 
 class SecureByDefault(unittest.TestCase):
