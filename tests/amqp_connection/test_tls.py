@@ -47,10 +47,10 @@ def tls_context(certs, client=None, maximum=None):
     return context
 
 
-def connect(port, context=None):
+def connect(port, context=None, credentials=pika.ConnectionParameters.DEFAULT_CREDENTIALS):
     options = pika.SSLOptions(context, "127.0.0.1") if context else None
     return pika.BlockingConnection(pika.ConnectionParameters(
-        host="127.0.0.1", port=port, ssl_options=options, heartbeat=0, socket_timeout=10,
+        host="127.0.0.1", port=port, ssl_options=options, credentials=credentials, heartbeat=0, socket_timeout=10,
         blocked_connection_timeout=10, connection_attempts=1))
 
 
@@ -149,6 +149,25 @@ class ClientCertificates(TlsCase):
         round_trip(self, with_cert, "still-there")
         with_cert.close()
         self.assertIn("(client certificates required, CLOUD_AMQPS_CA)", self.cloud.log)
+
+    def test_external_names_the_certificate_s_common_name_as_the_user(self):
+        conn = connect(self.tls_port, tls_context(self.certs, client="client"), pika.credentials.ExternalCredentials())
+        try:
+            ch = conn.channel()
+            ch.confirm_delivery()
+            ch.queue_declare("external-q", auto_delete=True)
+            ch.basic_publish("", "external-q", b"signed", pika.BasicProperties(user_id="client"))
+            self.assertEqual(ch.basic_get("external-q", auto_ack=True)[2], b"signed")
+            with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as raised:
+                ch.basic_publish("", "external-q", b"forged", pika.BasicProperties(user_id="mallory"))
+            self.assertEqual(raised.exception.reply_code, 406)
+            self.assertIn("user_id property set to 'mallory' but authenticated user was 'client'",
+                          raised.exception.reply_text)
+        finally:
+            conn.close()
+        # Without a certificate there is nobody for EXTERNAL to name: pika finds it not offered.
+        with self.assertRaises(pika.exceptions.AMQPConnectionError):
+            connect(self.cloud.amqp_port, None, pika.credentials.ExternalCredentials())
 
 
 class Configuration(unittest.TestCase):

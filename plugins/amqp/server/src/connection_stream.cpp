@@ -33,6 +33,19 @@ awaitable<void> connection_stream::write(const std::vector<net::const_buffer>& b
   }
 }
 
+std::string connection_stream::verified_peer_name() {
+  auto* secure = std::get_if<ssl::stream<tcp::socket>>(&stream_);
+  if (secure == nullptr || SSL_get_verify_result(secure->native_handle()) != X509_V_OK) return {};
+  X509* peer = SSL_get1_peer_certificate(secure->native_handle());
+  if (peer == nullptr) return {};
+  std::string name(256, '\0');
+  const int length = X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, name.data(),
+                                               static_cast<int>(name.size()));
+  X509_free(peer);
+  name.resize(static_cast<std::size_t>(std::max(length, 0)));
+  return name;
+}
+
 namespace {
 
 // OpenSSL's reason for the last failure, which Asio's message does not always carry.

@@ -25,6 +25,9 @@ class connection_stream {
   awaitable<void> handshake(error_code& ec);
   awaitable<std::size_t> read_some(net::mutable_buffer buffer, error_code& ec);
   awaitable<void> write(const std::vector<net::const_buffer>& buffers, error_code& ec);
+  // After the handshake: the common name of the client certificate the listener verified
+  // (CLOUD_AMQPS_CA); empty when there is none (plain TCP, or no CA asked for one).
+  std::string verified_peer_name();
 
  private:
   std::variant<tcp::socket, ssl::stream<tcp::socket>> stream_;

@@ -1,5 +1,6 @@
 #include "negotiation.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "amqp/wire/frame.hpp"
@@ -35,12 +36,12 @@ wire::field_table server_properties(const broker::settings& s) {
 
 }  // namespace
 
-wire::connection_start make_connection_start(const broker::settings& s) {
+wire::connection_start make_connection_start(const broker::settings& s, bool external) {
   wire::connection_start start;
   start.version_major = 0;
   start.version_minor = 9;
   start.server_properties = server_properties(s);
-  start.mechanisms = std::string(offered_mechanisms);
+  start.mechanisms = std::string(external ? offered_with_certificate : offered_mechanisms);
   start.locales = std::string(offered_locales);
   return start;
 }
@@ -53,12 +54,10 @@ wire::connection_tune make_connection_tune(const broker::settings& s) {
   return tune;
 }
 
-bool is_offered_mechanism(std::string_view mechanism) {
+bool is_offered_mechanism(std::string_view mechanism, bool external) {
   static constexpr std::array<std::string_view, 2> offered{"PLAIN", "AMQPLAIN"};
-  for (auto m : offered) {
-    if (m == mechanism) return true;
-  }
-  return false;
+  if (external && mechanism == "EXTERNAL") return true;
+  return std::find(offered.begin(), offered.end(), mechanism) != offered.end();
 }
 
 tune_result negotiate(const broker::settings& s, const wire::connection_tune_ok& ok) {

@@ -11,16 +11,18 @@
 
 namespace amqp::server {
 
-// SASL mechanisms offered in connection.start, space-separated as the spec wants.
+// SASL mechanisms offered in connection.start, space-separated as the spec wants. EXTERNAL (the
+// verified client certificate's common name is the user) is offered where there is one.
 inline constexpr std::string_view offered_mechanisms = "PLAIN AMQPLAIN";
+inline constexpr std::string_view offered_with_certificate = "EXTERNAL PLAIN AMQPLAIN";
 inline constexpr std::string_view offered_locales = "en_US";
 
 // connection.start as this server sends it (version 0-9, properties, mechanisms, locales).
-wire::connection_start make_connection_start(const broker::settings& s);
+wire::connection_start make_connection_start(const broker::settings& s, bool external = false);
 wire::connection_tune make_connection_tune(const broker::settings& s);
 
 // True when start-ok names one of the offered mechanisms.
-bool is_offered_mechanism(std::string_view mechanism);
+bool is_offered_mechanism(std::string_view mechanism, bool external = false);
 
 struct tuned {
   std::uint16_t channel_max = 0;

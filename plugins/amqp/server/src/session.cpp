@@ -103,6 +103,7 @@ awaitable<void> session::reader([[maybe_unused]] std::shared_ptr<session> self) 
       warn("TLS handshake failed (" + ec.message() + "); closing");
       close_socket();
     } else {
+      certificate_user_ = stream_.verified_peer_name();
       co_await read_loop();
     }
   } catch (...) {
@@ -205,7 +206,7 @@ void session::handle_protocol_header() {
     return;
   }
   in_start_ += wire::protocol_header.size();
-  send_method(0, make_connection_start(settings_));
+  send_method(0, make_connection_start(settings_, external_offered()));
   phase_ = phase::start_ok;
 }
 
@@ -306,12 +307,14 @@ void session::handle_handshake_method(wire::method& m) {
 // ---- handshake --------------------------------------------------------------------------------
 
 void session::on_start_ok(const wire::connection_start_ok& m) {
-  if (!is_offered_mechanism(m.mechanism)) {
+  if (!is_offered_mechanism(m.mechanism, external_offered())) {
     connection_exception(wire::reply_code::access_refused,
-                         "SASL mechanism '" + m.mechanism + "' is not offered; use PLAIN or AMQPLAIN",
+                         "SASL mechanism '" + m.mechanism + "' is not offered; use " +
+                             (external_offered() ? "EXTERNAL, PLAIN or AMQPLAIN" : "PLAIN or AMQPLAIN"),
                          wire::connection_start_ok::key);
     return;
   }
+  if (m.mechanism == "EXTERNAL") user_ = certificate_user_;
   if (!options_.identities) {  // CLOUD_AMQP_AUTH=none: the response is neither read nor logged
     send_method(0, make_connection_tune(settings_));
     phase_ = phase::tune_ok;

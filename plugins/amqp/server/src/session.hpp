@@ -132,6 +132,9 @@ class session final : public broker::connection_port, public std::enable_shared_
                  bus::bus_result<std::shared_ptr<bus::client>> client);
   void on_update_secret(const wire::connection_update_secret& m);
   void opened(const vhost& v);
+  // EXTERNAL: a verified client certificate names the user. Not under CLOUD_AMQP_AUTH=bus: the
+  // bus checks credentials, and a certificate is none it can check through the adaptor.
+  bool external_offered() const { return !options_.identities && !certificate_user_.empty(); }
 
   // output and ending
   template <class M> void send_method(std::uint16_t channel, const M& m);
@@ -160,7 +163,8 @@ class session final : public broker::connection_port, public std::enable_shared_
   // The adaptor's own until the connection signs in (CLOUD_AMQP_AUTH=bus), then its user's: a
   // channel keeps the one it opened with.
   std::shared_ptr<bus::client> bus_;
-  std::string user_;  // signed in as (empty: authentication is off, or a token's user)
+  std::string user_;  // signed in as, or EXTERNAL's (empty: neither, or a token's user)
+  std::string certificate_user_;  // the verified client certificate's common name
   const session_options options_;
   const broker::settings& settings_ = options_.settings;
   log_fn log_;

@@ -65,6 +65,10 @@ TEST_CASE("only the offered mechanisms are accepted") {
   CHECK(is_offered_mechanism("PLAIN"));
   CHECK(is_offered_mechanism("AMQPLAIN"));
   CHECK_FALSE(is_offered_mechanism("EXTERNAL"));
+  CHECK(is_offered_mechanism("EXTERNAL", true));  // beside a verified client certificate
+  CHECK(is_offered_mechanism("PLAIN", true));
+  CHECK(make_connection_start({}, true).mechanisms == "EXTERNAL PLAIN AMQPLAIN");
+  CHECK(make_connection_start({}).mechanisms == "PLAIN AMQPLAIN");
   CHECK_FALSE(is_offered_mechanism("plain"));
   CHECK_FALSE(is_offered_mechanism(""));
 }
