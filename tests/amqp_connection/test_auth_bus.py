@@ -18,6 +18,7 @@ import pika
 import pika.exceptions
 
 import cloudtest
+import pikatest
 
 CONFIG = """
 accounts {
@@ -128,17 +129,7 @@ class AuthenticationByTheBus(unittest.TestCase):
     def test_right_password_round_trip_and_user_id(self):
         conn = connect(self.cloud.amqp_port, "alice", "alice-pw")
         try:
-            ch = conn.channel()
-            ch.confirm_delivery()
-            ch.queue_declare("alice-q", auto_delete=True)
-            ch.basic_publish("", "alice-q", b"mine", pika.BasicProperties(user_id="alice"))
-            method, _, body = ch.basic_get("alice-q", auto_ack=True)
-            self.assertEqual(body, b"mine")
-            with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as raised:
-                ch.basic_publish("", "alice-q", b"forged", pika.BasicProperties(user_id="mallory"))
-            self.assertEqual(raised.exception.reply_code, 406)
-            self.assertIn("user_id property set to 'mallory' but authenticated user was 'alice'",
-                          raised.exception.reply_text)
+            pikatest.user_id_is_checked(self, conn, "alice", "alice-q")
         finally:
             conn.close()
 

@@ -16,6 +16,7 @@ import pika
 import pika.exceptions
 
 import cloudtest
+import pikatest
 
 
 def openssl(*args, cwd):
@@ -153,16 +154,7 @@ class ClientCertificates(TlsCase):
     def test_external_names_the_certificate_s_common_name_as_the_user(self):
         conn = connect(self.tls_port, tls_context(self.certs, client="client"), pika.credentials.ExternalCredentials())
         try:
-            ch = conn.channel()
-            ch.confirm_delivery()
-            ch.queue_declare("external-q", auto_delete=True)
-            ch.basic_publish("", "external-q", b"signed", pika.BasicProperties(user_id="client"))
-            self.assertEqual(ch.basic_get("external-q", auto_ack=True)[2], b"signed")
-            with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as raised:
-                ch.basic_publish("", "external-q", b"forged", pika.BasicProperties(user_id="mallory"))
-            self.assertEqual(raised.exception.reply_code, 406)
-            self.assertIn("user_id property set to 'mallory' but authenticated user was 'client'",
-                          raised.exception.reply_text)
+            pikatest.user_id_is_checked(self, conn, "client", "external-q")
         finally:
             conn.close()
         # Without a certificate there is nobody for EXTERNAL to name: pika finds it not offered.

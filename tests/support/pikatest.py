@@ -21,6 +21,18 @@ def refused(test, fn, code, *fragments):
     return caught.exception.reply_text
 
 
+def user_id_is_checked(test, conn, user, queue):
+    """On an authenticated connection: a publish whose user_id is `user` is taken, one naming
+    another user is 406, as RabbitMQ checks it."""
+    ch = conn.channel()
+    ch.confirm_delivery()
+    ch.queue_declare(queue, auto_delete=True)
+    ch.basic_publish("", queue, b"mine", pika.BasicProperties(user_id=user))
+    test.assertEqual(ch.basic_get(queue, auto_ack=True)[2], b"mine")
+    refused(test, lambda: ch.basic_publish("", queue, b"forged", pika.BasicProperties(user_id="mallory")), 406,
+            f"user_id property set to 'mallory' but authenticated user was '{user}'")
+
+
 class ConfirmedChannel:
     """A mixin for a test case with `self.cloud`: each test gets `self.conn` and `self.ch`, a
     channel in confirm mode, closed after it."""
