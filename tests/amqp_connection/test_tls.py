@@ -8,7 +8,6 @@ import os
 import shutil
 import socket
 import ssl
-import subprocess
 import tempfile
 import unittest
 
@@ -17,26 +16,7 @@ import pika.exceptions
 
 import cloudtest
 import pikatest
-
-
-def openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def make_certificates(directory):
-    """A CA, a server certificate for 127.0.0.1 and a client certificate, both signed by the CA;
-    and a second, unrelated CA with a client certificate of its own."""
-    for ca in ("ca", "other-ca"):
-        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN=cloudtest {ca}",
-                "-keyout", f"{ca}.key", "-out", f"{ca}.pem", cwd=directory)
-    with open(os.path.join(directory, "server.ext"), "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1\n")
-    for name, ca, ext in (("server", "ca", ["-extfile", "server.ext"]), ("client", "ca", []),
-                          ("stranger", "other-ca", [])):
-        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key",
-                "-out", f"{name}.csr", cwd=directory)
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key", "-CAcreateserial",
-                "-days", "2", "-out", f"{name}.pem", *ext, cwd=directory)
+from certs import make_certificates
 
 
 def tls_context(certs, client=None, maximum=None):

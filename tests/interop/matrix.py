@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 import cloudtest  # noqa: E402
 import natsraw  # noqa: E402
+from certs import make_certificates  # noqa: E402
 
 STANDARD = ["declare", "publish_confirm", "consume_prefetch_ack", "nack_requeue",
             "mandatory_return", "basic_get", "reconnect"]
@@ -48,6 +49,10 @@ RUNNERS = {
     ".sh": ["/bin/sh"],
 }
 TIMEOUT = float(os.environ.get("INTEROP_TIMEOUT", "300"))
+# INTEROP_TLS=1: every client connects over TLS (amqps://, the amqps listener), trusting the test
+# CA through the variables each runtime reads: SSL_CERT_FILE (OpenSSL, Python, Ruby, Go),
+# NODE_EXTRA_CA_CERTS (Node) and AMQP_CA_FILE (what a program must be told: rabbitmq-c's).
+TLS = os.environ.get("INTEROP_TLS") == "1"
 
 
 # -- discovery ---------------------------------------------------------------------------------
@@ -86,7 +91,16 @@ class Server:
     def __init__(self):
         # Stock clients use RabbitMQ's names (Celery's pidbox, dotted queue names): the matrix's
         # server takes every one (README, "Names").
-        self.cloud = cloudtest.Cloud(env={"CLOUD_AMQP_NAMES": "escaped"})
+        env = {"CLOUD_AMQP_NAMES": "escaped"}
+        self.certs = None
+        if TLS:
+            self.certs = tempfile.mkdtemp(prefix="interop-certs-")
+            make_certificates(self.certs)
+            self.tls_port = cloudtest.free_port()
+            env.update({"CLOUD_AMQPS_PORT": str(self.tls_port),
+                        "CLOUD_AMQPS_CERT": os.path.join(self.certs, "server.pem"),
+                        "CLOUD_AMQPS_KEY": os.path.join(self.certs, "server.key")})
+        self.cloud = cloudtest.Cloud(env=env)
         self.lock = threading.Lock()
         self.restarts = 0
 
@@ -99,6 +113,8 @@ class Server:
             self.stop()
         finally:
             self.cloud.cleanup()
+            if self.certs:
+                shutil.rmtree(self.certs, ignore_errors=True)
         return False
 
     def stop(self):
@@ -109,8 +125,18 @@ class Server:
                                  + self.cloud.log[-6000:])
 
     @property
+    def port(self):
+        return self.tls_port if TLS else self.cloud.amqp_port
+
+    @property
     def url(self):
-        return f"amqp://guest:guest@127.0.0.1:{self.cloud.amqp_port}/"
+        return f"{'amqps' if TLS else 'amqp'}://guest:guest@127.0.0.1:{self.port}/"
+
+    def ca_env(self):
+        if not TLS:
+            return {}
+        ca = os.path.join(self.certs, "ca.pem")
+        return {"SSL_CERT_FILE": ca, "NODE_EXTRA_CA_CERTS": ca, "AMQP_CA_FILE": ca}
 
     def restart(self):
         """SIGTERM (the server closes every client connection), then the same store and port again."""
@@ -187,12 +213,13 @@ def program_env(client, server, control, scratch):
     env = dict(os.environ)
     env.update({
         "AMQP_URL": server.url,
-        "AMQP_PORT": str(server.cloud.amqp_port),
+        "AMQP_PORT": str(server.port),
         "CLOUD_RESTART_CMD": control.restart_cmd,
         "INTEROP_CLIENT": client,
         "INTEROP_TMP": scratch,
         "INTEROP_BUILD_DIR": os.environ.get("INTEROP_BUILD_DIR", ""),
     })
+    env.update(server.ca_env())
     env.setdefault("GO111MODULE", "off")
     env.setdefault("GOPATH", "/usr/share/gocode")
     return env
@@ -267,7 +294,7 @@ def run_client(client, lang, path):
     """Boots a server, runs the program, returns its result record."""
     started = time.monotonic()
     argv, missing = command_for(path)
-    record = {"client": client, "language": lang, "program": os.path.relpath(path, HERE),
+    record = {"client": client, "language": lang, "program": os.path.relpath(path, HERE), "tls": TLS,
               "exit_code": None, "seconds": 0.0, "problems": [], "output": ""}
     if argv is None:
         record["scenarios"] = {s: {"verdict": "fail", "reason": missing} for s in STANDARD}
@@ -315,7 +342,7 @@ def passed(record):
 
 def write_record(results_dir, record):
     os.makedirs(results_dir, exist_ok=True)
-    with open(os.path.join(results_dir, f"{record['client']}.json"), "w") as f:
+    with open(os.path.join(results_dir, f"{record['client']}{'.tls' if record['tls'] else ''}.json"), "w") as f:
         json.dump({k: v for k, v in record.items() if k not in ("output", "server_log")}, f, indent=2)
         f.write("\n")
 

@@ -37,9 +37,16 @@ exit "$4"'''
 
 # -- running the tools ---------------------------------------------------------------------------
 
+def connection_options():
+    """--url, and over TLS (an amqps URL) --ssl and the CA to trust: amqp-tools read no certificate
+    store, nor the URL's scheme."""
+    ca = os.environ.get("AMQP_CA_FILE")
+    return ["--url", _interop.URL] + (["--ssl", "--cacert", ca] if _interop.URL.startswith("amqps:") and ca else [])
+
+
 def run_tool(name, *args, stdin=None, timeout=_interop.WAIT):
     """Runs one tool against the server: the CompletedProcess (TimeoutExpired past `timeout`)."""
-    return subprocess.run([name, "--url", _interop.URL, *args], input=stdin, stdout=subprocess.PIPE,
+    return subprocess.run([name, *connection_options(), *args], input=stdin, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, timeout=timeout)
 
 
@@ -76,7 +83,7 @@ class Consumer:
         if not os.path.exists(self.fifo):
             os.mkfifo(self.fifo)
         self.proc = subprocess.Popen(
-            ["amqp-consume", "--url", _interop.URL, *options, "--",  # the rest is the command's, not popt's
+            ["amqp-consume", *connection_options(), *options, "--",  # the rest is the command's, not popt's
              "/bin/sh", "-c", RECORD, "record", self.out, self.fifo, hold, str(command_exit)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         Consumer.running.append(self)
@@ -180,7 +187,7 @@ def get_during_declare():
     get meets a declaration in flight at least once."""
     for i in range(20):
         queue = report.name(f"race-q{i}")
-        declaring = subprocess.Popen(["amqp-declare-queue", "--url", _interop.URL, "-q", queue],
+        declaring = subprocess.Popen(["amqp-declare-queue", *connection_options(), "-q", queue],
                                      stdout=subprocess.DEVNULL)
         try:
             done = run_tool("amqp-get", "-q", queue, timeout=RACE_WAIT)

@@ -33,6 +33,13 @@ awaitable<void> connection_stream::write(const std::vector<net::const_buffer>& b
   }
 }
 
+awaitable<void> connection_stream::end_tls(error_code& ec) {
+  auto* secure = std::get_if<ssl::stream<tcp::socket>>(&stream_);
+  if (secure == nullptr) co_return;
+  secure->next_layer().cancel(ec);  // a stream takes one read at a time: the session's goes
+  co_await secure->async_shutdown(with_ec(ec));
+}
+
 std::string connection_stream::verified_peer_name() {
   auto* secure = std::get_if<ssl::stream<tcp::socket>>(&stream_);
   if (secure == nullptr || SSL_get_verify_result(secure->native_handle()) != X509_V_OK) return {};

@@ -1,7 +1,7 @@
 #pragma once
 // A connection's bytes: its TCP socket, or TLS over it (the amqps listener). The session reads
-// and writes through this alike; draining and closing act on the socket beneath, so a closing
-// TLS connection sends no close_notify (the AMQP close handshake has already ended it).
+// and writes through this alike; a TLS connection ends with close_notify (end_tls) before the
+// socket beneath is drained and closed, so that a client tells a clean end from a cut one.
 #include "net.hpp"
 
 #include <boost/asio/ssl.hpp>
@@ -25,6 +25,10 @@ class connection_stream {
   awaitable<void> handshake(error_code& ec);
   awaitable<std::size_t> read_some(net::mutable_buffer buffer, error_code& ec);
   awaitable<void> write(const std::vector<net::const_buffer>& buffers, error_code& ec);
+  // TLS: stops the pending read, sends close_notify and reads (dropping it) what the peer still
+  // sends until its close_notify or EOF; the caller bounds it by closing the socket. Plain TCP:
+  // nothing.
+  awaitable<void> end_tls(error_code& ec);
   // After the handshake: the common name of the client certificate the listener verified
   // (CLOUD_AMQPS_CA); empty when there is none (plain TCP, or no CA asked for one).
   std::string verified_peer_name();

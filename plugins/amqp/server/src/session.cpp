@@ -825,8 +825,13 @@ awaitable<void> session::writer([[maybe_unused]] std::shared_ptr<session> self) 
   std::vector<net::const_buffer> buffers;
   while (!socket_closed_) {
     if (out_.empty()) {
-      if (phase_ == phase::ended) {
-        close_socket();  // everything, down to the last close-ok, is on the wire
+      if (phase_ == phase::ended || (shutdown_send_after_flush_ && stream_.tls())) {
+        // Everything, down to the last close-ok, is on the wire. A TLS peer is told so with
+        // close_notify (and what it still sends is read and dropped meanwhile); the close
+        // deadline (watchdog) bounds the wait for its answer.
+        error_code ignored;
+        co_await stream_.end_tls(ignored);
+        close_socket();
         co_return;
       }
       if (shutdown_send_after_flush_) {
@@ -897,6 +902,15 @@ awaitable<void> session::watchdog([[maybe_unused]] std::shared_ptr<session> self
 bool session::check_deadlines(clock::time_point now) {
   if (phase_ == phase::closing || phase_ == phase::ended) {
     if (now < close_deadline_) return true;
+    if (stream_.tls() && !tls_ending_) {
+      // No close-ok in time: the writer ends the TLS session (close_notify) once its queue is
+      // out, within one more close timeout.
+      tls_ending_ = true;
+      phase_ = phase::ended;
+      close_deadline_ = now + options_.close_timeout;
+      wake(writer_wake_);
+      return true;
+    }
     close_socket();  // no close-ok, or the last write did not drain, in time
     return false;
   }

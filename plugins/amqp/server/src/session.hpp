@@ -174,6 +174,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   phase phase_ = phase::protocol_header;
   bool discarding_ = false;          // input can no longer be framed: discard until EOF/deadline
   bool shutdown_send_after_flush_ = false;
+  bool tls_ending_ = false;  // the close deadline passed: the writer sends close_notify, then closes
   bool socket_closed_ = false;
   bool torn_down_ = false;
   bool channels_released_ = false;  // channels closed and the broker told (release_channels)

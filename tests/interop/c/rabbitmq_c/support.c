@@ -1,5 +1,6 @@
 #include "support.h"
 
+#include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -108,7 +109,10 @@ static amqp_connection_state_t try_connect(char *why, size_t size) {
   char *copy = strdup(url ? url : "amqp://guest:guest@127.0.0.1:5672/");
   CHECK(amqp_parse_url(copy, &info) == AMQP_STATUS_OK, "cannot parse AMQP_URL %s", url);
   amqp_connection_state_t c = amqp_new_connection();
-  amqp_socket_t *socket = amqp_tcp_socket_new(c);
+  amqp_socket_t *socket = info.ssl ? amqp_ssl_socket_new(c) : amqp_tcp_socket_new(c);
+  /* amqps: rabbitmq-c reads no certificate store; the CA is given (AMQP_CA_FILE). */
+  const char *ca = getenv("AMQP_CA_FILE");
+  if (info.ssl && ca != NULL) CHECK(amqp_ssl_socket_set_cacert(socket, ca) == AMQP_STATUS_OK, "CA file %s", ca);
   struct timeval limit = wait_limit();
   int status = amqp_socket_open_noblock(socket, info.host, info.port, &limit);
   amqp_rpc_reply_t login = {0};

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sort"
@@ -20,7 +21,13 @@ func (s *S) openOwn() (*amqp.Connection, net.Conn) {
 	s.at("dial + amqp.Open")
 	uri, err := amqp.ParseURI(s.url)
 	s.must(err, "parse AMQP_URL")
-	raw, err := net.DialTimeout("tcp", net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port)), waitLimit)
+	address := net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port))
+	var raw net.Conn
+	if uri.Scheme == "amqps" { // its own TLS, as such a service dials it (the CA from SSL_CERT_FILE)
+		raw, err = tls.DialWithDialer(&net.Dialer{Timeout: waitLimit}, "tcp", address, &tls.Config{ServerName: uri.Host})
+	} else {
+		raw, err = net.DialTimeout("tcp", address, waitLimit)
+	}
 	s.must(err, "dial")
 	conn, err := amqp.Open(raw, amqp.Config{
 		SASL:      []amqp.Authentication{uri.PlainAuth()},
