@@ -329,23 +329,20 @@ void session::on_start_ok(const wire::connection_start_ok& m) {
     return;
   }
   phase_ = phase::signing_in;
-  sign_in(std::get<bus::credentials>(who), [mechanism = m.mechanism, who = std::get<bus::credentials>(who)](
-                                               session& s, bus::bus_result<std::shared_ptr<bus::client>> client) {
-    s.signed_in(mechanism, who, std::move(client));
-  });
+  off_the_loop([identities = options_.identities, who = std::get<bus::credentials>(who),
+                deadline = handshake_deadline_] { return identities->sign_in(who, deadline); },
+               [mechanism = m.mechanism, who = std::get<bus::credentials>(who)](
+                   session& s, bus::bus_result<std::shared_ptr<bus::client>> client) {
+                 s.signed_in(mechanism, who, std::move(client));
+               });
 }
 
-void session::sign_in(bus::credentials who,
-                      std::function<void(session&, bus::bus_result<std::shared_ptr<bus::client>>)> then) {
-  bus_->run_blocking(
-      executor_,
-      [identities = options_.identities, who = std::move(who), deadline = handshake_deadline_] {
-        return identities->sign_in(who, deadline);
-      },
-      [self = shared_from_this(), then = std::move(then)](bus::bus_result<std::shared_ptr<bus::client>> client) {
-        if (self->socket_closed_ || self->phase_ == phase::closing || self->phase_ == phase::ended) return;
-        then(*self, std::move(client));
-      });
+template <class Work, class Then>
+void session::off_the_loop(Work work, Then then) {
+  bus_->run_blocking(executor_, std::move(work), [self = shared_from_this(), then = std::move(then)](auto result) mutable {
+    if (self->socket_closed_ || self->phase_ == phase::closing || self->phase_ == phase::ended) return;
+    then(*self, std::move(result));
+  });
 }
 
 // RabbitMQ's answer to refused credentials names only the mechanism; the cause is logged.
@@ -373,15 +370,22 @@ void session::signed_in(const std::string& mechanism, const bus::credentials& wh
 }
 
 // RabbitMQ's extension for refreshing a token (amqplib and the Java client send it). Under
-// authentication the bus checks the new secret for the connection's user, and the channels
-// opened after it use the client it signs in; a refused one ends the connection (403).
+// authentication the bus checks the new secret for the connection's user in its vhost, and the
+// channels opened after it use the client it signs in; a refused one ends the connection (403).
 void session::on_update_secret(const wire::connection_update_secret& m) {
   if (!options_.identities) {
     send_method(0, wire::connection_update_secret_ok{});
     return;
   }
-  sign_in(bus::credentials{user_, m.new_secret},
-          [](session& s, bus::bus_result<std::shared_ptr<bus::client>> client) {
+  off_the_loop(
+      [identities = options_.identities, who = bus::credentials{user_, m.new_secret}, service = vhost_->bus,
+       deadline = clock::now() + settings_.handshake_timeout]() -> bus::bus_result<std::shared_ptr<bus::client>> {
+        auto client = identities->sign_in(who, deadline);
+        if (!client) return client;
+        if (auto joined = (*client)->join(*service); !joined) return joined.error();
+        return client;
+      },
+      [](session& s, bus::bus_result<std::shared_ptr<bus::client>> client) {
             if (!client) {
               s.warn("connection.update-secret failed: " + client.error().text);
               const bool refused = client.error().kind == bus::bus_errc::denied;
@@ -429,23 +433,21 @@ void session::on_open(const wire::connection_open& m) {
     return;
   }
   phase_ = phase::joining;
-  const std::string name = v->name;
-  bus_->run_blocking(
-      executor_, [user = bus_, service = v->bus] { return user->join(*service); },
-      [self = shared_from_this(), name](bus::bus_status joined) {
-        if (self->socket_closed_ || self->phase_ != phase::joining) return;
-        if (joined) return self->opened(*find_vhost(*self->vhosts_, name));
-        self->warn("opening vhost '" + name + "' failed: " + joined.error().text);
-        const bool refused = joined.error().kind == bus::bus_errc::denied;
-        self->send_connection_close(
-            refused ? wire::reply_code::not_allowed : wire::reply_code::internal_error,
-            refused ? "access to vhost '" + name + "' refused for user '" + self->user_ + "'"
-                    : "the bus could not open vhost '" + name + "' (" + joined.error().text + "); retry",
-            wire::connection_open::key);
-      });
+  off_the_loop([user = bus_, service = v->bus] { return user->join(*service); },
+               [v](session& s, bus::bus_status joined) {
+                 if (joined) return s.opened(*v);
+                 s.warn("opening vhost '" + v->name + "' failed: " + joined.error().text);
+                 const bool refused = joined.error().kind == bus::bus_errc::denied;
+                 s.send_connection_close(
+                     refused ? wire::reply_code::not_allowed : wire::reply_code::internal_error,
+                     refused ? "access to vhost '" + v->name + "' refused for user '" + s.user_ + "'"
+                             : "the bus could not open vhost '" + v->name + "' (" + joined.error().text + "); retry",
+                     wire::connection_open::key);
+               });
 }
 
 void session::opened(const vhost& v) {
+  vhost_ = &v;
   broker_ = v.broker;
   send_method(0, wire::connection_open_ok{});
   phase_ = phase::running;

@@ -125,9 +125,10 @@ class session final : public broker::connection_port, public std::enable_shared_
   void on_start_ok(const wire::connection_start_ok& m);
   void on_tune_ok(const wire::connection_tune_ok& m);
   void on_open(const wire::connection_open& m);
-  // CLOUD_AMQP_AUTH=bus: the bus checks `who` off the io thread, then `then(result)` runs here.
-  void sign_in(bus::credentials who,
-               std::function<void(session&, bus::bus_result<std::shared_ptr<bus::client>>)> then);
+  // Blocking bus work (signing in, joining a vhost) on the bus's pool, then `then(*this, result)`
+  // here, unless the connection is closing by then.
+  template <class Work, class Then>
+  void off_the_loop(Work work, Then then);
   void signed_in(const std::string& mechanism, const bus::credentials& who,
                  bus::bus_result<std::shared_ptr<bus::client>> client);
   void on_update_secret(const wire::connection_update_secret& m);
@@ -159,7 +160,8 @@ class session final : public broker::connection_port, public std::enable_shared_
   connection_stream stream_;
   const std::uint64_t id_;
   std::shared_ptr<const vhost_map> vhosts_;
-  std::shared_ptr<broker::broker> broker_;  // connection.open's vhost's
+  const vhost* vhost_ = nullptr;             // connection.open's (vhosts_ holds it)
+  std::shared_ptr<broker::broker> broker_;  // its broker
   // The adaptor's own until the connection signs in (CLOUD_AMQP_AUTH=bus), then its user's: a
   // channel keeps the one it opened with.
   std::shared_ptr<bus::client> bus_;
