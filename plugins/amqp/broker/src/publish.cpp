@@ -222,7 +222,7 @@ counts_or_failure ready_counts(broker& b, bus::client& bus, const std::vector<st
       counts.push_back(0);
       continue;
     }
-    if (!info) return store::failure{info.error().text, info.error().kind == bus::bus_errc::denied};
+    if (!info) return store::from_bus(info.error());
     if (for_dropping) info->num_ack_pending = info->held_here;  // nothing counted requeued
     auto n = store::message_count(b, bus, q, *info);
     if (auto* f = std::get_if<store::failure>(&n)) return *f;

@@ -101,7 +101,7 @@ void with_queue(channel_context& ctx, const std::string& name, wire::method_key 
 count_or_failure pending_or_heal(broker& b, bus::client& bus, const std::string& queue) {
   auto info = bus.queue_info(routing::consumer_name(queue));
   if (info) return store::message_count(b, bus, queue, *info);
-  if (info.error().kind != bus::bus_errc::not_found) return store::failure{info.error().text, info.error().kind == bus::bus_errc::denied};
+  if (info.error().kind != bus::bus_errc::not_found) return store::from_bus(info.error());
   if (auto failed = store::converge_consumer(b, bus, queue)) return *failed;
   return std::uint64_t{0};
 }

@@ -27,8 +27,6 @@ std::string with_node(std::string json, bool transient, std::string_view node) {
   return value.dump();
 }
 
-failure from_bus(const bus::bus_error& e) { return failure{e.text, e.kind == bus::bus_errc::denied}; }
-
 template <class Def, class Parse>
 create_outcome<Def> create_entry(broker& b, bus::client& bus, const std::string& key, const std::string& value,
                                  Parse parse) {
@@ -53,6 +51,8 @@ create_outcome<Def> create_entry(broker& b, bus::client& bus, const std::string&
 }
 
 }  // namespace
+
+failure from_bus(const bus::bus_error& e) { return failure{e.text, e.kind == bus::bus_errc::denied}; }
 
 bool is_transient(const routing::exchange_def& def) { return !def.durable; }
 bool is_transient(const routing::queue_def& def) { return !def.durable || def.exclusive; }

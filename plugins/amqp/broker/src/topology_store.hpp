@@ -26,6 +26,7 @@
 namespace amqp::bus {
 class client;
 struct queue_info;
+struct bus_error;
 }  // namespace amqp::bus
 
 namespace amqp::broker {
@@ -49,6 +50,9 @@ struct failure {
   std::string text;
   bool denied = false;  // the bus refused the client's user (403 ACCESS_REFUSED)
 };
+// A bus error as a store failure (denied when the bus refused the client's user).
+failure from_bus(const bus::bus_error& e);
+
 template <class Def>
 using create_outcome = std::variant<created, Def, failure>;
 
