@@ -142,6 +142,30 @@ class ClientCertificates(TlsCase):
             connect(self.cloud.amqp_port, None, pika.credentials.ExternalCredentials())
 
 
+class ReachableWithCertificatesOnly(unittest.TestCase):
+    """Secure by default: a reachable CLOUD_AMQP_HOST under CLOUD_AMQP_AUTH=none boots only beside
+    CLOUD_AMQPS_CA, and then opens no plain listener."""
+
+    def test_only_the_amqps_listener_opens(self):
+        certs = tempfile.mkdtemp(prefix="cloudtest-certs-")
+        try:
+            make_certificates(certs)
+            tls_port = cloudtest.free_port()
+            env = {"CLOUD_AMQP_HOST": "0.0.0.0", "CLOUD_AMQPS_PORT": str(tls_port),
+                   "CLOUD_AMQPS_CERT": os.path.join(certs, "server.pem"),
+                   "CLOUD_AMQPS_KEY": os.path.join(certs, "server.key"), "CLOUD_AMQPS_CA": os.path.join(certs, "ca.pem")}
+            with cloudtest.Cloud(env=env, wait=False) as cloud:
+                self.assertTrue(cloudtest.wait_until(lambda: cloud.proc.poll() is not None or
+                                                     cloudtest.Cloud._accepts(tls_port), cloudtest.BOOT_TIMEOUT), cloud.log)
+                self.assertIn("no plain amqp listener", cloud.log)
+                self.assertFalse(cloudtest.Cloud._accepts(cloud.amqp_port))
+                conn = connect(tls_port, tls_context(certs, client="client"), pika.credentials.ExternalCredentials())
+                round_trip(self, conn, "certified-q")
+                conn.close()
+        finally:
+            shutil.rmtree(certs, ignore_errors=True)
+
+
 class Configuration(unittest.TestCase):
     def boot_fails(self, env, *fragments):
         cloud = cloudtest.Cloud(env=env, wait=False)

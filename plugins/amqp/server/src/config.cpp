@@ -133,8 +133,11 @@ config_result read_config(const env_lookup& env) {
   boost::system::error_code ec;
   const auto address = boost::asio::ip::make_address(config.host, ec);
   if (config.auth == server_config::auth_mode::none && !ec && !address.is_loopback()) {
-    return "CLOUD_AMQP_HOST='" + config.host + "' is reachable from other machines and CLOUD_AMQP_AUTH='none' lets "
-           "anyone connect: set CLOUD_AMQP_AUTH=bus (the bus checks each user), or bind a loopback address";
+    if (config.tls_ca.empty())
+      return "CLOUD_AMQP_HOST='" + config.host + "' is reachable from other machines and CLOUD_AMQP_AUTH='none' lets "
+             "anyone connect: set CLOUD_AMQP_AUTH=bus (the bus checks each user), require client certificates "
+             "(CLOUD_AMQPS_CA: then only the amqps listener opens), or bind a loopback address";
+    config.plain_listener = false;
   }
   return config;
 }

@@ -44,6 +44,9 @@ struct server_config {
   // (connection.start-ok's credentials sign in to the bus, whose permissions then decide).
   enum class auth_mode { none, bus };
   auth_mode auth = auth_mode::none;
+  // False on a reachable CLOUD_AMQP_HOST under auth none, allowed only beside CLOUD_AMQPS_CA:
+  // then only the amqps listener opens, where a verified certificate says who connects.
+  bool plain_listener = true;
   // CLOUD_AMQP_VHOSTS: the virtual hosts besides "/", each a NATS account of its own on the same
   // bus, reached as a user of that account: `name=user:password`, space-separated.
   struct vhost_account {

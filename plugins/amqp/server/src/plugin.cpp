@@ -176,12 +176,17 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
       identities_ = std::make_shared<identities>(bus_);
       session.identities = identities_;
     }
-    if (auto refusal = server_->listen(cfg.host, cfg.port, std::make_shared<const vhost_map>(vhosts_), session))
-      return failed("listener", *refusal);
-
-    const auto bound = server_->endpoint();
-    host.publish("port", std::to_string(bound.port()));
-    host.log(log_level::info, "amqp listening on " + bound.address().to_string() + ":" + std::to_string(bound.port()));
+    server_->serve(std::make_shared<const vhost_map>(vhosts_), session);
+    if (cfg.plain_listener) {
+      if (auto refusal = server_->listen(cfg.host, cfg.port)) return failed("listener", *refusal);
+      const auto bound = server_->endpoint();
+      host.publish("port", std::to_string(bound.port()));
+      host.log(log_level::info, "amqp listening on " + bound.address().to_string() + ":" + std::to_string(bound.port()));
+    } else {
+      host.log(log_level::info, "no plain amqp listener: CLOUD_AMQP_HOST='" + cfg.host +
+                                    "' is reachable and CLOUD_AMQP_AUTH='none', so connections come only through "
+                                    "amqps, with a certificate signed by CLOUD_AMQPS_CA");
+    }
     if (tls) {
       if (auto refusal = server_->listen_tls(cfg.host, cfg.tls_port, tls)) return failed("amqps listener", *refusal);
       const auto secure = server_->tls_endpoint();

@@ -37,12 +37,14 @@ void server::run_one(net::io_context& loop) {
   threads_done_.notify_all();
 }
 
-std::optional<std::string> server::listen(const std::string& host, std::uint16_t port,
-                                          std::shared_ptr<const vhost_map> vhosts, session_options options) {
-  auto bound = listener::bind(io(), host, port);
-  if (auto* refusal = std::get_if<std::string>(&bound)) return *refusal;
+void server::serve(std::shared_ptr<const vhost_map> vhosts, session_options options) {
   vhosts_ = std::move(vhosts);
   options_ = std::move(options);
+}
+
+std::optional<std::string> server::listen(const std::string& host, std::uint16_t port) {
+  auto bound = listener::bind(io(), host, port);
+  if (auto* refusal = std::get_if<std::string>(&bound)) return *refusal;
   listener_ = std::move(std::get<std::unique_ptr<listener>>(bound));
   listener_->start([this] { return net::any_io_executor(next_loop().get_executor()); },
                    [this](tcp::socket socket) { accept(connection_stream(std::move(socket))); }, log_);

@@ -39,10 +39,11 @@ class server {
   net::io_context& io() { return *loops_.front(); }
   // Runs each loop on a thread of its own until stop_threads().
   void run_threads();
+  // What every accepted connection is served with; before either listener.
+  void serve(std::shared_ptr<const vhost_map> vhosts, session_options options);
   // Binds host:port and starts accepting; nullopt on success, else the sentence.
-  std::optional<std::string> listen(const std::string& host, std::uint16_t port,
-                                    std::shared_ptr<const vhost_map> vhosts, session_options options);
-  // The amqps listener, after listen(): the same sessions, each behind a TLS handshake.
+  std::optional<std::string> listen(const std::string& host, std::uint16_t port);
+  // The amqps listener: the same sessions, each behind a TLS handshake.
   std::optional<std::string> listen_tls(const std::string& host, std::uint16_t port,
                                         std::shared_ptr<ssl::context> tls);
   tcp::endpoint endpoint() const;

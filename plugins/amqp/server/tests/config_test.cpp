@@ -85,8 +85,18 @@ TEST_CASE("authentication: none by default, and only on a loopback listener") {
       CHECK(text.find("set CLOUD_AMQP_AUTH=bus") != std::string::npos);
     }
     auto r = read_config(env_of({{"CLOUD_AMQP_HOST", reachable}, {"CLOUD_AMQP_AUTH", "bus"}}));
-    CHECK(std::holds_alternative<server_config>(r));
+    REQUIRE(std::holds_alternative<server_config>(r));
+    CHECK(std::get<server_config>(r).plain_listener);
   }
+  // Client certificates say who connects: only the amqps listener opens.
+  const auto pem = std::filesystem::temp_directory_path() / "amqp_server_config_test.pem";
+  std::ofstream(pem) << "-----BEGIN CERTIFICATE-----\n";
+  auto certified = read_config(env_of({{"CLOUD_AMQP_HOST", "0.0.0.0"}, {"CLOUD_AMQPS_CERT", pem.string()},
+                                       {"CLOUD_AMQPS_KEY", pem.string()}, {"CLOUD_AMQPS_CA", pem.string()}}));
+  std::filesystem::remove(pem);
+  REQUIRE(std::holds_alternative<server_config>(certified));
+  CHECK_FALSE(std::get<server_config>(certified).plain_listener);
+  CHECK(std::get<server_config>(read_config(env_of({}))).plain_listener);
   for (const char* bad : {"", "BUS", "plain", "rabbitmq"}) {
     CAPTURE(bad);
     const auto text = refusal_of(read_config(env_of({{"CLOUD_AMQP_AUTH", bad}})));
