@@ -1,8 +1,10 @@
 #pragma once
 // One AMQP connection: the handshake, heartbeats, channel bookkeeping and content assembly.
 // Everything a session does runs on its executor, which is one thread's (server.hpp: a loop):
-// a reader, a writer and a watchdog coroutine share the state below without locks. What channel methods mean is the broker's
-// (broker::channel); the session only decides which channel a frame belongs to.
+// a reader, a writer and a watchdog coroutine share the state below without locks. What channel
+// methods mean is the broker's (broker::channel); the session only decides which channel a frame
+// belongs to. Its files: session.cpp (frames to channels, the broker's port), handshake.cpp
+// (connection.start to open-ok, signing in), session_io.cpp (the socket, output, deadlines).
 #include "net.hpp"
 
 #include <cstdint>
@@ -210,5 +212,12 @@ class session final : public broker::connection_port, public std::enable_shared_
   net::steady_timer reader_wake_;
   net::steady_timer watchdog_timer_;
 };
+
+template <class M>
+void session::send_method(std::uint16_t channel, const M& m) {
+  std::string frame;
+  wire::encode_method(frame, channel, m);
+  enqueue(std::move(frame));
+}
 
 }  // namespace amqp::server
