@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "amqp/routing/outcome.hpp"
+#include "bus_failure.hpp"
 #include "channel_context.hpp"
 #include "topology_store.hpp"
 
@@ -27,10 +28,8 @@ inline void refuse(channel_context& ctx, const routing::refusal& r, wire::method
 }
 
 inline void bus_failed(channel_context& ctx, const store::failure& f, wire::method_key during) {
-  if (f.denied) return ctx.fail(wire::reply_code::access_refused, f.text, during);
-  ctx.fail(wire::reply_code::internal_error,
-           "the bus did not complete the operation (" + f.text + "); retry on a new channel",
-           during);
+  const auto reply = bus_failure_reply(f.kind, "the bus did not complete the operation", f.text, "retry on a new channel");
+  ctx.fail(reply.code, reply.text, during);
 }
 
 // Calls then(bool present) for a bucket key: at once when the mirror has it, otherwise after

@@ -88,23 +88,19 @@ void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus
     for (auto& work : waiting) work();
   }
   if (s.closed || !s.ctx.is_open()) return;
-  if (!stored && stored.error().kind == bus::bus_errc::denied) {
-    // As RabbitMQ refuses a publish to an exchange the user may not write: the channel closes.
-    s.ctx.fail(wire::reply_code::access_refused, stored.error().text, during);
-    return;
-  }
-  if (seq != 0) {
+  // A refusal of the user closes the channel, as RabbitMQ refuses a publish to an exchange the
+  // user may not write; under confirms anything else is a nack.
+  if (seq != 0 && (stored || stored.error().kind != bus::bus_errc::denied)) {
     confirm_soon(s, s.confirms.settle(seq, stored ? publish_confirms::outcome::ack
                                                   : publish_confirms::outcome::nack));
     return;
   }
   if (!stored) {
     // No confirms were asked for, but a publisher must not believe a dropped message stored.
-    s.ctx.fail(wire::reply_code::internal_error,
-               "the bus did not store the message published to " + subject + " (" +
-                   stored.error().text +
-                   "); publish it again, and use confirm.select to learn each message's fate",
-               during);
+    const auto reply = bus_failure_reply(stored.error().kind, "the bus did not store the message published to " + subject,
+                                         stored.error().text,
+                                         "publish it again, and use confirm.select to learn each message's fate");
+    s.ctx.fail(reply.code, reply.text, during);
   }
 }
 

@@ -52,7 +52,7 @@ create_outcome<Def> create_entry(broker& b, bus::client& bus, const std::string&
 
 }  // namespace
 
-failure from_bus(const bus::bus_error& e) { return failure{e.text, e.kind == bus::bus_errc::denied}; }
+failure from_bus(const bus::bus_error& e) { return failure{e.text, e.kind}; }
 
 bool is_transient(const routing::exchange_def& def) { return !def.durable; }
 bool is_transient(const routing::queue_def& def) { return !def.durable || def.exclusive; }

@@ -21,12 +21,12 @@
 #include <variant>
 #include <vector>
 
+#include "amqp/bus/result.hpp"
 #include "amqp/routing/topology.hpp"
 
 namespace amqp::bus {
 class client;
 struct queue_info;
-struct bus_error;
 }  // namespace amqp::bus
 
 namespace amqp::broker {
@@ -48,7 +48,7 @@ std::string node_of(std::string_view json);
 struct created {};
 struct failure {
   std::string text;
-  bool denied = false;  // the bus refused the client's user (403 ACCESS_REFUSED)
+  bus::bus_errc kind = bus::bus_errc::failed;  // denied: the bus refused the client's user
 };
 // A bus error as a store failure (denied when the bus refused the client's user).
 failure from_bus(const bus::bus_error& e);
