@@ -18,7 +18,8 @@
 // are sent from the low watermark up, coalesced with `multiple` only over runs of equal
 // outcome, so a client never has a sequence confirmed the wrong way. A bus refusal is a nack
 // under confirms; without confirms it is a 541 channel exception, because a publisher that
-// asked for no confirmation still must not believe a dropped message was stored.
+// asked for no confirmation still must not believe a dropped message was stored. A refusal of
+// the connection's user (its permissions on the bus) is 403 either way (bus_failure.hpp).
 //
 // Consuming (consumer.hpp). One bus puller per AMQP consumer on the queue's durable, so
 // competing consumers split the queue. A consumer keeps the bus asked for what its credit allows:
