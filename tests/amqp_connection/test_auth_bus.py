@@ -28,7 +28,7 @@ accounts {
       {user: svc, password: svc-pw}
       {user: alice, password: alice-pw}
       {user: bob, password: bob-pw, permissions: {
-        publish: {deny: ["amqp.secret.>", "$JS.API.CONSUMER.MSG.NEXT.AMQP.vault"]}
+        publish: {deny: ["amqp.secret.>", "$JS.API.CONSUMER.MSG.NEXT.AMQP.vault", "$KV.amqp.q.forbidden"]}
       }}
     ]
   }
@@ -174,6 +174,13 @@ class AuthenticationByTheBus(unittest.TestCase):
         self.assertEqual(closed.reply_code, 403)
         self.assertIn("ACCESS_REFUSED", closed.reply_text)
         self.assertIn("user 'bob' publish to amqp.secret.k", closed.reply_text)
+
+    def test_a_denied_declaration_is_403_within_the_bus_timeout(self):
+        # The bucket write is a request the server refuses without answering: it ends denied once
+        # the request times out (CLOUD_AMQP_BUS_TIMEOUT, 5 s), never as a hang or a 541.
+        closed = self.channel_error(lambda conn, ch: ch.queue_declare("forbidden"))
+        self.assertEqual(closed.reply_code, 403)
+        self.assertIn("user 'bob' publish to $KV.amqp.q.forbidden", closed.reply_text)
 
     def test_denied_consume_and_get_are_403_naming_the_queue(self):
         setup = connect(self.cloud.amqp_port, "alice", "alice-pw")
