@@ -335,11 +335,12 @@ class client_impl final : public client {
   static void on_inbox_complete(void* closure);
   static void on_reconnected(natsConnection*, void* closure);
   static void on_async_error(natsConnection*, natsSubscription*, natsStatus err, void* closure);
-  // A permissions violation: publishes in flight to `subject` fail (kind denied), pullers whose
-  // pull requests it was are told, and requests to it end denied (denied_since).
-  void permission_denied(bool subscribing, const std::string& subject);
-  bool denied_since(bool subscribing, const std::string& subject, std::chrono::steady_clock::time_point since);
-  std::string denied_text(bool subscribing, const std::string& subject) const;
+  // A publish permissions violation: publishes in flight to `subject` fail (kind denied),
+  // pullers whose pull requests it was are told, and requests to it end denied (denied_since).
+  void permission_denied(const std::string& subject);
+  bool denied_since(const std::string& subject, std::chrono::steady_clock::time_point since);
+  std::string denied_text(const std::string& subject) const;
+  bus_error denied(std::string_view step, const std::string& subject) const;  // kind denied, denied_text
   std::string user_text() const;  // "user 'alice'", for messages
   void route_inbox(natsMsg* msg);
   void complete_publish(std::uint64_t id, bus_status status);
@@ -405,7 +406,6 @@ class client_impl final : public client {
   std::unordered_set<std::string> unsynced_;  // queues settled since their last sync
 
   struct denial {
-    bool subscribing = false;
     std::string subject;
     std::chrono::steady_clock::time_point at{};
   };

@@ -176,9 +176,10 @@ bus_result<connection_ptr> client_impl::connect(const std::string& step, const s
   return connection_ptr{nc};
 }
 
-// nats thread: the server refused something this client sent (`-ERR 'Permissions Violation for
-// Publish to "<subject>"'`, or `Subscription to`). The server says nothing else: a publish or
-// request to that subject is never answered, so it is failed here instead of timing out.
+// nats thread: the server refused a publish of this client's (`-ERR 'Permissions Violation for
+// Publish to "<subject>"'`) and says nothing else: a publish or request to that subject is never
+// answered, so it is failed here instead of timing out. (A refused subscription is read from the
+// connection's last error where it matters: check_inbox_permitted.)
 void client_impl::on_async_error(natsConnection*, natsSubscription*, natsStatus err, void* closure) {
   if (err != NATS_NOT_PERMITTED) return;
   natsStatus last = NATS_OK;
@@ -187,19 +188,17 @@ void client_impl::on_async_error(natsConnection*, natsSubscription*, natsStatus 
   const std::string_view error{text};
   const auto open = error.find('"');
   const auto close = error.rfind('"');
-  if (open == std::string_view::npos || close <= open) return;
-  const bool subscribing = error.find("Subscription") != std::string_view::npos;
-  static_cast<client_impl*>(closure)->permission_denied(subscribing, std::string{error.substr(open + 1, close - open - 1)});
+  if (open == std::string_view::npos || close <= open || error.find("Publish") == std::string_view::npos) return;
+  static_cast<client_impl*>(closure)->permission_denied(std::string{error.substr(open + 1, close - open - 1)});
 }
 
-void client_impl::permission_denied(bool subscribing, const std::string& subject) {
+void client_impl::permission_denied(const std::string& subject) {
   constexpr std::size_t remembered = 256;
   {
     std::lock_guard lock{denials_mutex_};
-    denials_.push_back({subscribing, subject, std::chrono::steady_clock::now()});
+    denials_.push_back({subject, std::chrono::steady_clock::now()});
     if (denials_.size() > remembered) denials_.pop_front();
   }
-  if (subscribing) return;
   std::vector<std::uint64_t> publishes;
   std::vector<std::shared_ptr<puller_impl>> pullers;
   const std::string next_prefix = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + ".";
@@ -211,14 +210,17 @@ void client_impl::permission_denied(bool subscribing, const std::string& subject
     for (auto& [key, weak] : pullers_)
       if (auto p = weak.lock(); p && !queue.empty() && p->queue() == queue) pullers.push_back(std::move(p));
   }
-  for (auto id : publishes)
-    complete_publish(id, failure("publish to " + subject, denied_text(false, subject), bus_errc::denied));
-  for (auto& p : pullers) p->post_denied(denied_text(false, subject));
+  for (auto id : publishes) complete_publish(id, denied("publish to " + subject, subject));
+  for (auto& p : pullers) p->post_denied(denied_text(subject));
 }
 
-std::string client_impl::denied_text(bool subscribing, const std::string& subject) const {
-  return "the bus does not let " + user_text() + (subscribing ? " subscribe to " : " publish to ") + subject +
+std::string client_impl::denied_text(const std::string& subject) const {
+  return "the bus does not let " + user_text() + " publish to " + subject +
          " (a permissions violation; grant it in the server's authorization for that user)";
+}
+
+bus_error client_impl::denied(std::string_view step, const std::string& subject) const {
+  return failure(step, denied_text(subject), bus_errc::denied);
 }
 
 std::string client_impl::user_text() const {
@@ -226,11 +228,10 @@ std::string client_impl::user_text() const {
   return options_.who->user.empty() ? std::string{"the token's user"} : "user '" + options_.who->user + "'";
 }
 
-bool client_impl::denied_since(bool subscribing, const std::string& subject, std::chrono::steady_clock::time_point since) {
+bool client_impl::denied_since(const std::string& subject, std::chrono::steady_clock::time_point since) {
   std::lock_guard lock{denials_mutex_};
-  return std::any_of(denials_.begin(), denials_.end(), [&](const denial& d) {
-    return d.subscribing == subscribing && d.subject == subject && d.at >= since;
-  });
+  return std::any_of(denials_.begin(), denials_.end(),
+                     [&](const denial& d) { return d.subject == subject && d.at >= since; });
 }
 
 bus_result<json> parse_api_reply(std::string_view step, natsMsg* reply) {
@@ -267,7 +268,7 @@ bus_result<json> client_impl::api(std::string_view step, const std::string& api_
   });
   msg_ptr reply{raw};
   if (s == NATS_NO_RESPONDERS) return failure(step, no_jetstream_text);
-  if (s == NATS_NOT_PERMITTED) return failure(step, denied_text(false, subject), bus_errc::denied);
+  if (s == NATS_NOT_PERMITTED) return denied(step, subject);
   if (s != NATS_OK) return nats_failure(step, s);
   return parse_api_reply(step, reply.get());
 }
@@ -282,7 +283,7 @@ natsStatus client_impl::request_through_elections(const std::string& subject,
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     const natsStatus s = attempt(static_cast<int>(std::max<std::int64_t>(1, left.count())));
     // A request the server refused is never answered: the refusal came as an error of its own.
-    if (s == NATS_TIMEOUT && denied_since(false, subject, started)) return NATS_NOT_PERMITTED;
+    if (s == NATS_TIMEOUT && denied_since(subject, started)) return NATS_NOT_PERMITTED;
     // The last attempt has what is left of the timeout, maybe a millisecond: running out of it
     // says less than the "no responders" the attempts before it heard.
     if (s == NATS_TIMEOUT && unanswered) return NATS_NO_RESPONDERS;

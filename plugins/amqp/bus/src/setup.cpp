@@ -131,8 +131,8 @@ bus_status client_impl::join(const client& service_client) {
   const auto started = std::chrono::steady_clock::now();
   if (natsStatus s = js_KeyValue(&kv, js_.get(), bucket_name); s != NATS_OK) {
     const std::string kv_info = std::string{"$JS.API.STREAM.INFO.KV_"} + bucket_name;
-    if (s == NATS_TIMEOUT && denied_since(false, kv_info, started))
-      return failure("bucket " + std::string{bucket_name} + " as " + user_text(), denied_text(false, kv_info), bus_errc::denied);
+    if (s == NATS_TIMEOUT && denied_since(kv_info, started))
+      return denied("bucket " + std::string{bucket_name} + " as " + user_text(), kv_info);
     return nats_failure("bucket " + std::string{bucket_name} + " as " + user_text(), s);
   }
   kv_.reset(kv);

@@ -194,7 +194,7 @@ bus_result<std::uint64_t> client_impl::kv_put_expecting(const std::string& step,
   if (s == NATS_NO_RESPONDERS)
     return failure(step, "nothing stores the key, not even after the request timeout: the bucket is electing a "
                          "leader (retry) or was deleted");
-  if (s == NATS_NOT_PERMITTED) return failure(step, denied_text(false, kv_subject(key)), bus_errc::denied);
+  if (s == NATS_NOT_PERMITTED) return denied(step, kv_subject(key));
   if (s != NATS_OK) return nats_failure(step, s);
   auto ack = parse_api_reply(step, reply.get());
   if (!ack) return ack.error();
@@ -233,8 +233,7 @@ bus_status client_impl::kv_delete(const std::string& key) {
   if (closed_) return failure(step, "bus client is closed");
   const auto started = std::chrono::steady_clock::now();
   natsStatus s = kvStore_Delete(kv_.get(), key.c_str());
-  if (s == NATS_TIMEOUT && denied_since(false, kv_subject(key), started))
-    return failure(step, denied_text(false, kv_subject(key)), bus_errc::denied);
+  if (s == NATS_TIMEOUT && denied_since(kv_subject(key), started)) return denied(step, kv_subject(key));
   if (s != NATS_OK) return nats_failure(step, s);
   return bus_ok();
 }

@@ -57,8 +57,11 @@ bus::bus_result<std::shared_ptr<bus::client>> identities::sign_in(const bus::cre
                                                                   std::chrono::steady_clock::time_point deadline) {
   const auto key = key_of(who);
   {
+    // Looked up without inserting: refused credentials must leave nothing behind.
     std::lock_guard lock{state_->mutex};
-    if (auto held = state_->signed_in[key].lock()) return std::shared_ptr<bus::client>(held, held->client.get());
+    auto it = state_->signed_in.find(key);
+    if (auto held = it == state_->signed_in.end() ? nullptr : it->second.lock())
+      return std::shared_ptr<bus::client>(held, held->client.get());
   }
   auto opened = state_->service->sign_in(who, deadline);
   if (!opened) return opened.error();
