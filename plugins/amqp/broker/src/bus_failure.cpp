@@ -4,7 +4,7 @@
 
 namespace amqp::broker {
 
-wire::wire_error bus_failure_reply(bus::bus_errc kind, std::string_view what_failed, std::string_view cause,
+wire::refusal bus_failure_reply(bus::bus_errc kind, std::string_view what_failed, std::string_view cause,
                                    std::string_view remedy) {
   std::string text{what_failed};
   if (kind == bus::bus_errc::denied) return {wire::reply_code::access_refused, text + ": " + std::string{cause}};

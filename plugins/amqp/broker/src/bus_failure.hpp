@@ -10,7 +10,7 @@
 
 namespace amqp::broker {
 
-wire::wire_error bus_failure_reply(bus::bus_errc kind, std::string_view what_failed, std::string_view cause,
+wire::refusal bus_failure_reply(bus::bus_errc kind, std::string_view what_failed, std::string_view cause,
                                    std::string_view remedy);
 
 }  // namespace amqp::broker

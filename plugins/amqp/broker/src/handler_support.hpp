@@ -5,7 +5,7 @@
 #include <utility>
 #include <variant>
 
-#include "amqp/routing/outcome.hpp"
+#include "amqp/wire/result.hpp"
 #include "bus_failure.hpp"
 #include "channel_context.hpp"
 #include "topology_store.hpp"
@@ -19,7 +19,7 @@ inline routing::name_rules names(channel_context& ctx) { return ctx.state().conf
 
 inline std::string in_vhost(channel_context& ctx) { return ctx.state().in_vhost(); }
 
-inline void refuse(channel_context& ctx, const routing::refusal& r, wire::method_key during) {
+inline void refuse(channel_context& ctx, const wire::refusal& r, wire::method_key during) {
   if (r.code == wire::reply_code::command_invalid) {
     ctx.fail_connection(r.code, r.text, during);
   } else {

@@ -63,7 +63,7 @@ std::optional<std::string> queue_name(channel_context& ctx, const std::string& g
 
 // nats-server before 2.14 refuses a consumer whose filters overlap without one containing the
 // other: such a binding is refused before anything is written, naming both subjects and the way out.
-std::optional<routing::refusal> overlap_refusal(channel_context& ctx, const std::string& queue,
+std::optional<wire::refusal> overlap_refusal(channel_context& ctx, const std::string& queue,
                                                 const std::vector<std::string>& added, const std::string& binding_key) {
   if (ctx.bus().overlapping_filters()) return std::nullopt;
   auto filters = ctx.state().filters_of(queue);
@@ -73,7 +73,7 @@ std::optional<routing::refusal> overlap_refusal(channel_context& ctx, const std:
   const bool first_is_new = std::find(added.begin(), added.end(), overlap->first) != added.end();
   const auto& other = first_is_new ? overlap->second : overlap->first;
   // Short: a reply text is at most 255 octets.
-  return routing::refusal{wire::reply_code::not_implemented,
+  return wire::refusal{wire::reply_code::not_implemented,
                           "binding key " + quoted(binding_key) + " of queue " + quoted(queue) + " overlaps " + other +
                               ", neither containing the other; this nats-server refuses that (2.14+ takes it): "
                               "use a newer nats-server or keys that do not overlap"};

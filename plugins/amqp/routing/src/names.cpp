@@ -48,7 +48,7 @@ bool is_headers_exchange(std::string_view name) {
 
 std::string quoted(std::string_view name) { return "'" + std::string(name) + "'"; }
 
-refusal refuse(reply_code code, std::string text) { return refusal{code, std::move(text)}; }
+wire::refusal refuse(reply_code code, std::string text) { return wire::refusal{code, std::move(text)}; }
 
 void append_hex(std::string& out, unsigned char octet) {
   out += hex_digits[octet >> 4];
@@ -109,7 +109,7 @@ std::string sha256_hex(std::string_view text) {
   return out;
 }
 
-std::optional<refusal> check_hip_name(std::string_view what, std::string_view name) {
+std::optional<wire::refusal> check_hip_name(std::string_view what, std::string_view name) {
   const std::string prefix = std::string(what) + " name " + quoted(name);
   if (name.size() > max_hip_name_length) {
     return refuse(reply_code::precondition_failed,
@@ -143,7 +143,7 @@ std::optional<refusal> check_hip_name(std::string_view what, std::string_view na
   return std::nullopt;
 }
 
-std::optional<refusal> check_escaped_name(std::string_view what, std::string_view name) {
+std::optional<wire::refusal> check_escaped_name(std::string_view what, std::string_view name) {
   if (name.size() > max_name_length) {
     return refuse(reply_code::precondition_failed,
                   std::string(what) + " name of " + std::to_string(name.size()) +
@@ -171,7 +171,7 @@ bool is_standard_exchange(std::string_view exchange) {
                      [&](const standard_name& s) { return s.exchange == exchange; });
 }
 
-std::optional<refusal> check_name(name_rules rules, std::string_view what, std::string_view name) {
+std::optional<wire::refusal> check_name(name_rules rules, std::string_view what, std::string_view name) {
   const bool exchange = what == "exchange";
   if (exchange && name.empty()) {
     return refuse(reply_code::access_refused,
@@ -190,7 +190,7 @@ std::optional<refusal> check_name(name_rules rules, std::string_view what, std::
   return rules == name_rules::hip ? check_hip_name(what, name) : check_escaped_name(what, name);
 }
 
-std::optional<refusal> check_new_name(name_rules rules, std::string_view what, std::string_view name) {
+std::optional<wire::refusal> check_new_name(name_rules rules, std::string_view what, std::string_view name) {
   const bool servers = what == "exchange" && (is_standard_exchange(name) || is_headers_exchange(name));
   if (name.starts_with("amq.") && !servers) {
     return refuse(reply_code::access_refused,

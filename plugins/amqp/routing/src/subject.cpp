@@ -35,16 +35,16 @@ bool has_any(std::string_view word, std::string_view chars) {
 
 std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
-std::optional<refusal> check_key_length(std::string_view key) {
+std::optional<wire::refusal> check_key_length(std::string_view key) {
   if (key.size() <= max_routing_key_length) return std::nullopt;
-  return refusal{reply_code::precondition_failed,
+  return wire::refusal{reply_code::precondition_failed,
                  "routing key of " + std::to_string(key.size()) +
                      " octets is too long; a routing key is a short string of at most 255 octets"};
 }
 
-std::optional<refusal> check_publish_word(std::string_view key, std::string_view word) {
+std::optional<wire::refusal> check_publish_word(std::string_view key, std::string_view word) {
   auto refuse = [&](std::string why) {
-    return refusal{reply_code::precondition_failed, "routing key " + quoted(key) + " " + why};
+    return wire::refusal{reply_code::precondition_failed, "routing key " + quoted(key) + " " + why};
   };
   if (word.empty()) {
     return refuse("has an empty word, which a bus subject cannot carry; publish to a key "
@@ -72,11 +72,11 @@ std::string subject_of(std::string_view exchange, std::string_view tail) {
   return subject;
 }
 
-refusal not_implemented(std::string text) {
-  return refusal{reply_code::not_implemented, std::move(text)};
+wire::refusal not_implemented(std::string text) {
+  return wire::refusal{reply_code::not_implemented, std::move(text)};
 }
 
-std::optional<refusal> check_binding_word(exchange_kind kind, std::string_view key,
+std::optional<wire::refusal> check_binding_word(exchange_kind kind, std::string_view key,
                                           std::string_view word, bool last) {
   std::string subject = "binding key " + quoted(key);
   if (word.empty()) {
@@ -118,12 +118,12 @@ std::string_view to_string(exchange_kind kind) {
   return "direct";
 }
 
-outcome<exchange_kind> parse_exchange_kind(std::string_view kind) {
+wire::result<exchange_kind> parse_exchange_kind(std::string_view kind) {
   for (auto k : {exchange_kind::direct, exchange_kind::fanout, exchange_kind::topic}) {
     if (kind == to_string(k)) return k;
   }
   if (kind.empty()) {
-    return refusal{reply_code::command_invalid,
+    return wire::refusal{reply_code::command_invalid,
                    "exchange type is empty; declare it with type direct, fanout or topic"};
   }
   if (kind == "headers") {
@@ -132,11 +132,11 @@ outcome<exchange_kind> parse_exchange_kind(std::string_view kind) {
                            "by routing key on a direct or topic exchange");
   }
   // RabbitMQ's answer to a type no broker defines (a connection exception).
-  return refusal{reply_code::command_invalid,
+  return wire::refusal{reply_code::command_invalid,
                  "unknown exchange type " + quoted(kind) + "; declare it with type direct, fanout or topic"};
 }
 
-outcome<std::string> publish_subject(std::string_view exchange, std::string_view routing_key) {
+wire::result<std::string> publish_subject(std::string_view exchange, std::string_view routing_key) {
   if (auto bad = check_key_length(routing_key)) return *bad;
   // The default exchange's key names a queue: it is spelled as the queue's word.
   if (exchange.empty()) return subject_of(exchange, routing_key.empty() ? "" : name_word(routing_key));
@@ -200,7 +200,7 @@ std::optional<address> split_subject(std::string_view subject) {
   return a;
 }
 
-outcome<std::vector<std::string>> binding_filters(std::string_view exchange, exchange_kind kind,
+wire::result<std::vector<std::string>> binding_filters(std::string_view exchange, exchange_kind kind,
                                                   std::string_view key) {
   // A fanout binding ignores its key entirely, as AMQP says; the bare stem catches the
   // empty-key publish that `>` (one or more words) would miss.
@@ -209,7 +209,7 @@ outcome<std::vector<std::string>> binding_filters(std::string_view exchange, exc
   }
   if (auto bad = check_key_length(key)) return *bad;
   if (!is_utf8(key)) {
-    return refusal{reply_code::precondition_failed,
+    return wire::refusal{reply_code::precondition_failed,
                    "binding key holds octets that are not UTF-8; bindings are kept as JSON text "
                    "in the topology bucket, so bind a UTF-8 key"};
   }

@@ -60,10 +60,10 @@ bool queue_def::windowed() const {
 
 topology::topology() = default;
 
-std::optional<refusal> topology::apply(std::string_view key, std::optional<std::string_view> json) {
+std::optional<wire::refusal> topology::apply(std::string_view key, std::optional<std::string_view> json) {
   auto parsed = parse_bucket_key(key);
   if (!parsed) {
-    return refusal{wire::reply_code::internal_error,
+    return wire::refusal{wire::reply_code::internal_error,
                    "topology bucket key '" + std::string(key) +
                        "' is neither x.<exchange> nor q.<queue> with a valid name; ignored"};
   }

@@ -10,8 +10,8 @@ namespace {
 using json = nlohmann::json;
 using wire::reply_code;
 
-refusal malformed(std::string_view what, std::string why) {
-  return refusal{reply_code::internal_error,
+wire::refusal malformed(std::string_view what, std::string why) {
+  return wire::refusal{reply_code::internal_error,
                  "malformed " + std::string(what) + " in the topology bucket: " + std::move(why)};
 }
 
@@ -37,7 +37,7 @@ std::optional<std::uint64_t> sequence(const json& object, const char* name) {
   return it->get<std::uint64_t>();
 }
 
-outcome<binding> parse_binding(const json& entry) {
+wire::result<binding> parse_binding(const json& entry) {
   if (!entry.is_object()) return malformed("queue", "a binding is not an object");
   auto exchange = entry.find("exchange");
   auto key = entry.find("key");
@@ -52,7 +52,7 @@ outcome<binding> parse_binding(const json& entry) {
                  key == entry.end() ? std::string() : key->get<std::string>(), *after};
 }
 
-outcome<retired_binding> parse_retired(const json& entry) {
+wire::result<retired_binding> parse_retired(const json& entry) {
   if (!entry.is_object()) return malformed("queue", "a retired binding is not an object");
   auto filters = entry.find("filters");
   if (filters == entry.end() || !filters->is_array() || filters->empty())
@@ -73,7 +73,7 @@ outcome<retired_binding> parse_retired(const json& entry) {
 
 // An optional array member parsed entry by entry; null is absent (Go encodes nil as null).
 template <class T, class Parse>
-std::optional<refusal> parse_list(const json& object, const char* name, std::vector<T>& out, Parse parse) {
+std::optional<wire::refusal> parse_list(const json& object, const char* name, std::vector<T>& out, Parse parse) {
   auto list = object.find(name);
   if (list == object.end() || list->is_null()) return std::nullopt;
   if (!list->is_array()) return malformed("queue", "member " + std::string(name) + " is not an array");
@@ -157,7 +157,7 @@ std::string encode_queue(const queue_def& def) {
   return dump(value);
 }
 
-outcome<exchange_def> parse_exchange(std::string_view text) {
+wire::result<exchange_def> parse_exchange(std::string_view text) {
   auto value = parse_object(text);
   if (!value) return malformed("exchange", "the value is not a JSON object");
   auto kind = value->find("kind");
@@ -175,7 +175,7 @@ outcome<exchange_def> parse_exchange(std::string_view text) {
   return exchange_def{*parsed_kind, *durable, *auto_delete, *internal};
 }
 
-outcome<queue_def> parse_queue(std::string_view text) {
+wire::result<queue_def> parse_queue(std::string_view text) {
   auto value = parse_object(text);
   if (!value) return malformed("queue", "the value is not a JSON object");
   auto durable = flag(*value, "durable");

@@ -20,7 +20,7 @@ static_assert(std::size(type_codes) == std::variant_size_v<field_value::variant>
 
 std::string quoted(std::string_view where) { return "'" + std::string(where) + "'"; }
 
-wire_error syntax(std::string text) { return {reply_code::syntax_error, std::move(text)}; }
+refusal syntax(std::string text) { return {reply_code::syntax_error, std::move(text)}; }
 
 std::string describe_code(std::uint8_t code) {
   char hex[8];
@@ -31,7 +31,7 @@ std::string describe_code(std::uint8_t code) {
 
 class table_decoder {
  public:
-  explicit table_decoder(wire_error& error) : error_(error) {}
+  explicit table_decoder(refusal& error) : error_(error) {}
 
   bool table(reader& r, int depth, field_table& out, std::string_view where) {
     reader body{{}};
@@ -167,7 +167,7 @@ class table_decoder {
     return false;
   }
 
-  wire_error& error_;
+  refusal& error_;
 };
 
 void encode_value(std::string& out, const field_value& v);
@@ -219,14 +219,14 @@ void encode_value(std::string& out, const field_value& v) {
 
 }  // namespace
 
-bool read_table(reader& r, field_table& table, wire_error& error) {
+bool read_table(reader& r, field_table& table, refusal& error) {
   return table_decoder(error).table(r, 0, table, "table");
 }
 
 result<field_table> decode_table(std::span<const std::uint8_t> table_octets_with_length) {
   reader r(table_octets_with_length);
   field_table table;
-  wire_error error;
+  refusal error;
   if (!read_table(r, table, error)) return error;
   if (r.remaining() != 0) {
     return syntax(std::to_string(r.remaining()) + " octets follow the field table's declared length");

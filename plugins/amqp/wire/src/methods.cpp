@@ -68,34 +68,34 @@ class bit_unpacker {
 
 // Each read_field returns false on failure; `error` is set only when the cause is more than
 // plain truncation (the caller words truncation itself, naming the method and field).
-bool read_field(reader& r, bit_unpacker& bits, kind::bit, bool& v, wire_error&) { return bits.get(r, v); }
-bool read_field(reader& r, bit_unpacker& bits, kind::octet, std::uint8_t& v, wire_error&) {
+bool read_field(reader& r, bit_unpacker& bits, kind::bit, bool& v, refusal&) { return bits.get(r, v); }
+bool read_field(reader& r, bit_unpacker& bits, kind::octet, std::uint8_t& v, refusal&) {
   bits.close();
   return r.u8(v);
 }
-bool read_field(reader& r, bit_unpacker& bits, kind::short_, std::uint16_t& v, wire_error&) {
+bool read_field(reader& r, bit_unpacker& bits, kind::short_, std::uint16_t& v, refusal&) {
   bits.close();
   return r.u16(v);
 }
-bool read_field(reader& r, bit_unpacker& bits, kind::long_, std::uint32_t& v, wire_error&) {
+bool read_field(reader& r, bit_unpacker& bits, kind::long_, std::uint32_t& v, refusal&) {
   bits.close();
   return r.u32(v);
 }
-bool read_field(reader& r, bit_unpacker& bits, kind::longlong, std::uint64_t& v, wire_error&) {
+bool read_field(reader& r, bit_unpacker& bits, kind::longlong, std::uint64_t& v, refusal&) {
   bits.close();
   return r.u64(v);
 }
 // No 0-9-1 method has a timestamp argument today; the kind exists for the table's sake.
-[[maybe_unused]] bool read_field(reader& r, bit_unpacker& bits, kind::timestamp, std::uint64_t& v, wire_error&) {
+[[maybe_unused]] bool read_field(reader& r, bit_unpacker& bits, kind::timestamp, std::uint64_t& v, refusal&) {
   bits.close();
   return r.u64(v);
 }
-bool read_field(reader& r, bit_unpacker& bits, kind::shortstr, std::string& v, wire_error&) {
+bool read_field(reader& r, bit_unpacker& bits, kind::shortstr, std::string& v, refusal&) {
   bits.close();
   std::uint8_t len = 0;
   return r.u8(len) && r.take(len, v);
 }
-bool read_field(reader& r, bit_unpacker& bits, kind::longstr, std::string& v, wire_error& error) {
+bool read_field(reader& r, bit_unpacker& bits, kind::longstr, std::string& v, refusal& error) {
   bits.close();
   std::uint32_t len = 0;
   if (!r.u32(len)) return false;
@@ -104,7 +104,7 @@ bool read_field(reader& r, bit_unpacker& bits, kind::longstr, std::string& v, wi
                                          std::to_string(r.remaining()) + " octets left in the frame"};
   return false;
 }
-bool read_field(reader& r, bit_unpacker& bits, kind::table, field_table& v, wire_error& error) {
+bool read_field(reader& r, bit_unpacker& bits, kind::table, field_table& v, refusal& error) {
   bits.close();
   return read_table(r, v, error);
 }
@@ -114,18 +114,18 @@ result<method> decode_as(std::span<const std::uint8_t> args, std::string_view na
   M m;
   reader r(args);
   bit_unpacker bits;
-  wire_error error{reply_code::syntax_error, {}};
+  refusal error{reply_code::syntax_error, {}};
   std::string_view failed_field;
   m.for_each_field([&](auto tag, std::string_view field, auto& value) {
     if (failed_field.empty() && !read_field(r, bits, tag, value, error)) failed_field = field;
   });
   const std::string where = std::string(name) + ": argument '" + std::string(failed_field) + "'";
   if (!failed_field.empty() && error.text.empty()) {
-    return wire_error{reply_code::syntax_error, where + " is truncated; the method frame ends early"};
+    return refusal{reply_code::syntax_error, where + " is truncated; the method frame ends early"};
   }
-  if (!failed_field.empty()) return wire_error{error.code, where + ": " + error.text};
+  if (!failed_field.empty()) return refusal{error.code, where + ": " + error.text};
   if (r.remaining() != 0) {
-    return wire_error{reply_code::syntax_error, std::string(name) + ": " + std::to_string(r.remaining()) +
+    return refusal{reply_code::syntax_error, std::string(name) + ": " + std::to_string(r.remaining()) +
                                                     " octets follow the last argument"};
   }
   return method{std::move(m)};
@@ -159,13 +159,13 @@ result<method> decode_method(std::span<const std::uint8_t> payload) {
   reader r(payload);
   method_key key;
   if (!r.u16(key.class_id) || !r.u16(key.method_id)) {
-    return wire_error{reply_code::syntax_error,
+    return refusal{reply_code::syntax_error,
                       "method frame of " + std::to_string(payload.size()) +
                           " octets is too short to hold its class and method ids (4 octets)"};
   }
   const method_info* info = find_method(key);
   if (info == nullptr) {
-    return wire_error{reply_code::command_invalid,
+    return refusal{reply_code::command_invalid,
                       "unknown method: class " + std::to_string(key.class_id) + ", method " +
                           std::to_string(key.method_id) + " is not an AMQP 0-9-1 method"};
   }

@@ -35,15 +35,15 @@ constexpr std::uint16_t known_flags = 0xFFFC;  // bits 15..2
 
 constexpr std::size_t content_header_prefix = 2 + 2 + 8;  // class, weight, body size
 
-wire_error syntax(std::string text) { return {reply_code::syntax_error, std::move(text)}; }
+refusal syntax(std::string text) { return {reply_code::syntax_error, std::move(text)}; }
 
-bool read_property(reader& r, kind::shortstr, std::string& v, wire_error&) {
+bool read_property(reader& r, kind::shortstr, std::string& v, refusal&) {
   std::uint8_t len = 0;
   return r.u8(len) && r.take(len, v);
 }
-bool read_property(reader& r, kind::octet, std::uint8_t& v, wire_error&) { return r.u8(v); }
-bool read_property(reader& r, kind::timestamp, std::uint64_t& v, wire_error&) { return r.u64(v); }
-bool read_property(reader& r, kind::table, field_table& v, wire_error& error) { return read_table(r, v, error); }
+bool read_property(reader& r, kind::octet, std::uint8_t& v, refusal&) { return r.u8(v); }
+bool read_property(reader& r, kind::timestamp, std::uint64_t& v, refusal&) { return r.u64(v); }
+bool read_property(reader& r, kind::table, field_table& v, refusal& error) { return read_table(r, v, error); }
 
 void put_property(std::string& out, kind::shortstr, const std::string& v) { detail::put_shortstr(out, v); }
 void put_property(std::string& out, kind::octet, std::uint8_t v) { detail::put_u8(out, v); }
@@ -87,7 +87,7 @@ result<basic_properties> decode_properties(std::span<const std::uint8_t> propert
   auto flags = read_flags(r);
   if (!flags) return flags.error();
   basic_properties props;
-  wire_error error{reply_code::syntax_error, {}};
+  refusal error{reply_code::syntax_error, {}};
   std::string_view failed;
   for_each_property(props, [&](int bit, auto tag, std::string_view name, auto& member) {
     if (!failed.empty() || (*flags & (1u << bit)) == 0) return;
@@ -125,7 +125,7 @@ result<std::optional<std::uint64_t>> expiration_ms(const basic_properties& props
   std::uint64_t ms = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
   if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || text[0] == '+' || text[0] == '-') {
-    return wire_error{reply_code::precondition_failed,
+    return refusal{reply_code::precondition_failed,
                       "invalid expiration '" + text.substr(0, 64) +
                           "': it is the milliseconds a message may wait in a queue, written as decimal digits "
                           "(e.g. '60000')"};

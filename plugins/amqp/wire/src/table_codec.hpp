@@ -8,6 +8,6 @@ namespace amqp::wire {
 
 // Reads a u32-length-prefixed table from `r`. On failure returns false and sets `error`
 // (502 SYNTAX_ERROR with a sentence naming the cause); `r` is then unusable.
-bool read_table(reader& r, field_table& table, wire_error& error);
+bool read_table(reader& r, field_table& table, refusal& error);
 
 }  // namespace amqp::wire

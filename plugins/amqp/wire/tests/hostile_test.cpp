@@ -50,7 +50,7 @@ std::string be32(std::uint32_t v) {
 }
 std::string ids(method_key k) { return be16(k.class_id) + be16(k.method_id); }
 
-void check_error(const wire_error& e, reply_code code, std::string_view words) {
+void check_error(const refusal& e, reply_code code, std::string_view words) {
   CAPTURE(e.text);
   CHECK(e.code == code);
   CHECK(e.text.find(words) != std::string::npos);
@@ -164,7 +164,7 @@ TEST_CASE("a wrong end octet, an unknown frame type and a bad heartbeat are fram
 TEST_CASE("an oversized long string is refused without allocating its claimed size") {
   // connection.start-ok whose response claims almost 4 GiB inside a small frame.
   const std::string payload = ids(connection_start_ok::key) + be32(0) + "\x05PLAIN" + be32(0xFFFFFFF0) + "abc";
-  result<method> got = wire_error{};
+  result<method> got = refusal{};
   const auto largest = largest_allocation_during([&] { got = decode_method(octets(payload)); });
   REQUIRE_FALSE(got.ok());
   check_error(got.error(), reply_code::syntax_error, "argument 'response'");

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "amqp/routing/outcome.hpp"
+#include "amqp/wire/result.hpp"
 
 namespace amqp::routing {
 
@@ -32,11 +32,11 @@ inline constexpr std::size_t max_name_length = 255;
 //    dot is named with the reason and the setting that allows it) or the queue name "_"; under
 //    escaped, octets that are not UTF-8.
 // The standard exchanges `amq.direct`, `amq.fanout`, `amq.topic` are accepted: they exist.
-std::optional<refusal> check_name(name_rules rules, std::string_view what, std::string_view name);
+std::optional<wire::refusal> check_name(name_rules rules, std::string_view what, std::string_view name);
 
 // Whether a client may declare `name`: check_name, and a name that starts with `amq.` (other
 // than an existing standard exchange) is 403 ACCESS_REFUSED, as RabbitMQ reserves that prefix.
-std::optional<refusal> check_new_name(name_rules rules, std::string_view what, std::string_view name);
+std::optional<wire::refusal> check_new_name(name_rules rules, std::string_view what, std::string_view name);
 
 // True for "", "amq.direct", "amq.fanout" and "amq.topic": the exchanges that always exist.
 bool is_standard_exchange(std::string_view exchange);

@@ -2,6 +2,6 @@
 // Everything routing offers, for callers that want one include.
 #include "amqp/routing/filters.hpp"
 #include "amqp/routing/names.hpp"
-#include "amqp/routing/outcome.hpp"
+#include "amqp/wire/result.hpp"
 #include "amqp/routing/subject.hpp"
 #include "amqp/routing/topology.hpp"

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "amqp/routing/outcome.hpp"
+#include "amqp/wire/result.hpp"
 
 namespace amqp::routing {
 
@@ -21,14 +21,14 @@ std::string_view to_string(exchange_kind kind);  // "direct" | "fanout" | "topic
 //  - "headers" → 540 NOT_IMPLEMENTED with HIP-1326 §4's remedy ("… routes on something other
 //    than a name and has no subject to be; bind by routing key on a direct or topic exchange").
 //  - any other kind → 503 COMMAND_INVALID "unknown exchange type '…'" (RabbitMQ's answer).
-outcome<exchange_kind> parse_exchange_kind(std::string_view kind);
+wire::result<exchange_kind> parse_exchange_kind(std::string_view kind);
 
 // `amqp.<exchange word>[.<key>]` (exchange_word; an empty key omits the word). The caller has
 // checked the exchange's name (check_name). The key must be literal: an empty word, any of
 // `* # >`, whitespace or a control character, or more than 255 octets → 406 PRECONDITION_FAILED
 // naming the key and the remedy. The default exchange's key names a queue and is that queue's
 // word (name_word), so any queue name is reached.
-outcome<std::string> publish_subject(std::string_view exchange, std::string_view routing_key);
+wire::result<std::string> publish_subject(std::string_view exchange, std::string_view routing_key);
 
 // A key publish_subject refuses only for whitespace or a control character (literal otherwise:
 // no empty word, no wildcard, not too long). No binding of a direct or topic exchange can hold
@@ -70,7 +70,7 @@ std::optional<address> split_subject(std::string_view subject);
 // A key over 255 octets is 406 (it cannot be a shortstr). The exchange's name is the caller's
 // to check, as in publish_subject. The result is normalized (sorted, deduplicated).
 // The default exchange's binding of queue q is binding_filters("", direct, q) = amqp._.<name_word(q)>.
-outcome<std::vector<std::string>> binding_filters(std::string_view exchange, exchange_kind kind,
+wire::result<std::vector<std::string>> binding_filters(std::string_view exchange, exchange_kind kind,
                                                   std::string_view key);
 
 }  // namespace amqp::routing

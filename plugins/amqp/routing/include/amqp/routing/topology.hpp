@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "amqp/routing/outcome.hpp"
+#include "amqp/wire/result.hpp"
 #include "amqp/routing/subject.hpp"
 
 namespace amqp::routing {
@@ -117,8 +117,8 @@ std::optional<bucket_key> parse_bucket_key(std::string_view key);
 // refusal (541 INTERNAL_ERROR, the sentence names what is wrong). Unknown members are ignored.
 std::string encode_exchange(const exchange_def& def);
 std::string encode_queue(const queue_def& def);
-outcome<exchange_def> parse_exchange(std::string_view json);
-outcome<queue_def> parse_queue(std::string_view json);
+wire::result<exchange_def> parse_exchange(std::string_view json);
+wire::result<queue_def> parse_queue(std::string_view json);
 
 // The mirror. Not thread-safe: one strand owns it. The standard exchanges ("", amq.direct,
 // amq.fanout, amq.topic) always exist and cannot be replaced or erased.
@@ -131,7 +131,7 @@ class topology {
   // One KV update: a value (put) or nullopt (delete/purge marker). `x.` keys touch only
   // exchanges and `q.` keys only queues; `u.` keys nothing. A malformed key or value leaves the mirror unchanged
   // and is returned as a refusal for the caller to log.
-  std::optional<refusal> apply(std::string_view bucket_key, std::optional<std::string_view> json);
+  std::optional<wire::refusal> apply(std::string_view bucket_key, std::optional<std::string_view> json);
 
   // Local writes (the same connection sees them at once; the caller then writes the bucket).
   // put_exchange/erase_exchange return false for a standard exchange (left untouched);

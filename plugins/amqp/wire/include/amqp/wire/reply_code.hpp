@@ -43,10 +43,13 @@ bool is_hard_error(reply_code code);
 // "NOT_FOUND - no queue 'q'": the shape every reply text has.
 std::string reply_text(reply_code code, std::string_view sentence);
 
-// A codec failure: the code to close the connection with and a sentence naming the cause.
-struct wire_error {
+// Every "no" in AMQP's vocabulary: a reply code and one sentence naming the cause and the remedy,
+// without the "PRECONDITION_FAILED - " prefix (reply_text adds it, once, when the reply is sent).
+// The codec's (a connection exception), the routing rules' and the broker's.
+struct refusal {
   reply_code code = reply_code::syntax_error;
   std::string text;
+  friend bool operator==(const refusal&, const refusal&) = default;
 };
 
 }  // namespace amqp::wire
