@@ -47,7 +47,7 @@ void consume_direct_reply(basic_state& s, const wire::basic_consume& m) {
       routing::direct_reply_subject_of(reply->token), s.ctx.executor(),
       [&s, weak = std::weak_ptr<direct_reply>(reply)](bus::delivery d) {
         auto r = weak.lock();
-        if (!r || s.reply != r || s.closed) return;
+        if (!r || s.reply != r || s.ctx.is_closed()) return;
         // Addressed as RabbitMQ delivers it: the default exchange, the reply address as the key.
         d.subject = "amqp._." + routing::direct_reply_address(r->token);
         deliver(s, r->tag, true, nullptr, std::move(d));
@@ -58,7 +58,6 @@ void consume_direct_reply(basic_state& s, const wire::basic_consume& m) {
   }
   s.reply = std::move(reply);
   if (!m.no_wait) s.ctx.reply(wire::basic_consume_ok{tag});
-  s.ctx.finish();
 }
 
 std::string unknown_tag_sentence(std::uint64_t tag) {
@@ -89,8 +88,8 @@ void settle_all(basic_state& s, std::vector<outstanding_delivery> done, settleme
   }
 }
 
-// basic.ack / nack / reject. False when the channel was closed for an unknown tag.
-bool settle(basic_state& s, std::uint64_t tag, bool multiple, settlement how,
+// basic.ack / nack / reject. An unknown tag closes the channel.
+void settle(basic_state& s, std::uint64_t tag, bool multiple, settlement how,
             wire::method_key during) {
   std::vector<outstanding_delivery> done;
   if (multiple) {
@@ -102,15 +101,13 @@ bool settle(basic_state& s, std::uint64_t tag, bool multiple, settlement how,
   } else {
     auto it = s.outstanding.find(tag);
     if (it == s.outstanding.end()) {
-      s.ctx.fail(wire::reply_code::precondition_failed, unknown_tag_sentence(tag), during);
-      return false;
+      return s.ctx.fail(wire::reply_code::precondition_failed, unknown_tag_sentence(tag), during);
     }
     done.push_back(std::move(it->second));
     s.outstanding.erase(it);
   }
   settle_all(s, std::move(done), how);
   pump_consumers(s);
-  return true;
 }
 
 void requeue_all(basic_state& s) {
@@ -162,7 +159,8 @@ void with_usable_queue(channel_context& ctx, const std::string& queue, wire::met
 // (bus::client::count_publishes).
 class get_request final : public std::enable_shared_from_this<get_request> {
  public:
-  get_request(basic_state& s, std::string queue, bool no_ack) : s_(s), queue_(std::move(queue)), no_ack_(no_ack) {}
+  get_request(basic_state& s, std::string queue, bool no_ack, turn held)
+      : s_(s), queue_(std::move(queue)), no_ack_(no_ack), turn_(std::move(held)) {}
   // The channel went while the message was being counted: it goes back to the queue.
   ~get_request() {
     if (taken_) s_.ctx.bus().nak(taken_->reply);
@@ -271,10 +269,10 @@ class get_request final : public std::enable_shared_from_this<get_request> {
     s_.ctx.fail(reply.code, reply.text, wire::basic_get::key);
   }
 
+  // Answered: the channel's next method may run.
   void finish() {
-    auto& ctx = s_.ctx;
+    turn_.end();
     auto keep = std::move(s_.get);  // destroys this object (and its puller) when the scope ends
-    ctx.finish();
   }
 
   basic_state& s_;
@@ -283,6 +281,7 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   std::shared_ptr<bus::puller> puller_;
   std::optional<bus::delivery> taken_;  // pulled, not yet handed to the client
   std::string why_;  // what the bus said, when it did not answer with a message or empty
+  turn turn_;        // basic.get's, held until it is answered (or the channel goes)
 };
 
 // ---- helpers shared with consumer.cpp ---------------------------------------------------
@@ -292,7 +291,7 @@ bool passed_over(basic_state& s, const std::string& queue, bus::delivery& d) {
 }
 
 void pump_consumers(basic_state& s) {
-  if (s.closed) return;
+  if (s.ctx.is_closed()) return;
   // A copy: pumping never changes the map, but a delivery handed out inside may fail the
   // channel, and closed() would then clear it.
   auto consumers = s.consumers;
@@ -302,7 +301,7 @@ void pump_consumers(basic_state& s) {
 std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_ack,
                       const std::shared_ptr<consumer>& owner, bus::delivery d) {
   auto& bus = s.ctx.bus();
-  if (!s.ctx.is_open() || s.closed) {
+  if (!s.ctx.is_open()) {
     bus.nak(d.reply);  // the channel is going: the message goes back, never dropped
     if (owner) owner->release();
     return 0;
@@ -328,7 +327,8 @@ std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_a
 
 basic_class::basic_class(channel_context& ctx) : state_(std::make_unique<state>(ctx)) {}
 
-basic_class::~basic_class() { closed(); }
+// channel::closed() always ran before: the channel core calls closed() once, on close or at its end.
+basic_class::~basic_class() = default;
 
 void basic_class::on_method(wire::basic_qos m) {
   auto& s = *state_;
@@ -346,10 +346,9 @@ void basic_class::on_method(wire::basic_qos m) {
   }
   s.ctx.reply(wire::basic_qos_ok{});
   pump_consumers(s);
-  s.ctx.finish();
 }
 
-void basic_class::on_method(wire::basic_consume m) {
+void basic_class::on_method(wire::basic_consume m, turn held) {
   auto& s = *state_;
   auto& ctx = s.ctx;
   constexpr auto during = wire::basic_consume::key;
@@ -358,7 +357,7 @@ void basic_class::on_method(wire::basic_consume m) {
   if (!queue) return;
   std::string tag = m.consumer_tag.empty() ? generated_tag() : m.consumer_tag;
   if (s.uses_tag(tag)) return reuse_of_tag(ctx, tag);
-  with_usable_queue(ctx, *queue, during, [&s, m = std::move(m), queue = *queue, tag = std::move(tag)] {
+  with_usable_queue(ctx, *queue, during, [&s, m = std::move(m), queue = *queue, tag = std::move(tag), held] {
     auto& chan = s.ctx;
     const wire::method_key consume_key = wire::basic_consume::key;
     if (s.uses_tag(tag)) return reuse_of_tag(chan, tag);  // a pipelined consume with the same tag won meanwhile
@@ -372,15 +371,15 @@ void basic_class::on_method(wire::basic_consume m) {
     s.consumers.emplace(tag, c);
     if (!m.no_wait) chan.reply(wire::basic_consume_ok{tag});  // before the first delivery
     c->start();
-    chan.finish();
   });
 }
 
-void basic_class::on_method(wire::basic_cancel m) {
+void basic_class::on_method(wire::basic_cancel m, turn held) {
   auto& s = *state_;
-  auto answer = [&s, tag = m.consumer_tag, no_wait = m.no_wait] {
+  // Carries the turn: the cancel is answered when the bus's requests are over.
+  auto answer = [&s, tag = m.consumer_tag, no_wait = m.no_wait, held]() mutable {
     if (!no_wait) s.ctx.reply(wire::basic_cancel_ok{tag});  // unknown tag: ok too
-    s.ctx.finish();
+    held.end();
   };
   if (s.reply && s.reply->tag == m.consumer_tag) {
     s.reply.reset();  // unsubscribed: replies that come later are dropped, as in RabbitMQ
@@ -390,7 +389,7 @@ void basic_class::on_method(wire::basic_cancel m) {
   if (it == s.consumers.end() || it->second->cancelling()) return answer();
   // It stays in `consumers` until the bus's requests are over, so that closing the channel
   // meanwhile stops it (stop() drops this continuation, and `s` with it).
-  it->second->cancel([&s, tag = m.consumer_tag, answer] {
+  it->second->cancel([&s, tag = m.consumer_tag, answer]() mutable {
     if (auto c = s.consumers.find(tag); c != s.consumers.end()) {
       auto gone = c->second;
       s.consumers.erase(c);
@@ -401,12 +400,12 @@ void basic_class::on_method(wire::basic_cancel m) {
   });
 }
 
-void basic_class::on_method(wire::basic_get m) {
+void basic_class::on_method(wire::basic_get m, turn held) {
   auto& s = *state_;
   constexpr auto during = wire::basic_get::key;
   auto queue = s.ctx.resolve_queue(m.queue, during);
   if (!queue) return;
-  with_usable_queue(s.ctx, *queue, during, [&s, queue = *queue, no_ack = m.no_ack] {
+  with_usable_queue(s.ctx, *queue, during, [&s, queue = *queue, no_ack = m.no_ack, held] {
     // The bus serves only the active consumer's pulls; RabbitMQ's quorum queues refuse it too.
     if (s.ctx.state().sharing_of(queue) == bus::queue_sharing::single_active) {
       return s.ctx.fail(wire::reply_code::resource_locked,
@@ -416,9 +415,9 @@ void basic_class::on_method(wire::basic_get m) {
                         during);
     }
     s.ctx.state().note_use(queue, broker::use::get);
-    s.ctx.basic().after_publishes([&s, queue, no_ack] {
-      if (s.closed) return;
-      auto get = std::make_shared<get_request>(s, queue, no_ack);
+    s.ctx.basic().after_publishes([&s, queue, no_ack, held] {
+      if (s.ctx.is_closed()) return;
+      auto get = std::make_shared<get_request>(s, queue, no_ack, held);
       s.get = get;
       get->start();
     });
@@ -426,20 +425,17 @@ void basic_class::on_method(wire::basic_get m) {
 }
 
 void basic_class::on_method(wire::basic_ack m) {
-  if (settle(*state_, m.delivery_tag, m.multiple, settlement::ack, wire::basic_ack::key))
-    state_->ctx.finish();
+  settle(*state_, m.delivery_tag, m.multiple, settlement::ack, wire::basic_ack::key);
 }
 
 void basic_class::on_method(wire::basic_reject m) {
-  if (settle(*state_, m.delivery_tag, false, m.requeue ? settlement::requeue : settlement::drop,
-             wire::basic_reject::key))
-    state_->ctx.finish();
+  settle(*state_, m.delivery_tag, false, m.requeue ? settlement::requeue : settlement::drop,
+         wire::basic_reject::key);
 }
 
 void basic_class::on_method(wire::basic_nack m) {
-  if (settle(*state_, m.delivery_tag, m.multiple, m.requeue ? settlement::requeue : settlement::drop,
-             wire::basic_nack::key))
-    state_->ctx.finish();
+  settle(*state_, m.delivery_tag, m.multiple, m.requeue ? settlement::requeue : settlement::drop,
+         wire::basic_nack::key);
 }
 
 void basic_class::on_method(wire::basic_recover) {
@@ -448,7 +444,6 @@ void basic_class::on_method(wire::basic_recover) {
   requeue_all(s);
   s.ctx.reply(wire::basic_recover_ok{});
   pump_consumers(s);
-  s.ctx.finish();
 }
 
 void basic_class::on_method(wire::basic_recover_async) {
@@ -459,8 +454,6 @@ void basic_class::on_method(wire::basic_recover_async) {
 
 void basic_class::closed() {
   auto& s = *state_;
-  if (s.closed) return;
-  s.closed = true;
   // The consumers stop asking first (the bus then holds the requeues below until their requests
   // are over, so that they keep their order), what was outstanding is requeued at once, never
   // left to the ack wait, and then the consumers go (which may auto-delete their queue).
@@ -478,7 +471,7 @@ void basic_class::closed() {
 
 void basic_class::after_publishes(std::function<void()> work) {
   auto& s = *state_;
-  if (s.closed) return;
+  if (s.ctx.is_closed()) return;
   if (s.publishes_in_flight == 0) return work();
   s.after_publishes.push_back(std::move(work));
 }

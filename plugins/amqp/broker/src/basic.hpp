@@ -122,7 +122,6 @@ struct basic_state {
   std::uint64_t publishes_in_flight = 0;           // handed to the bus, not yet answered
   std::size_t publish_cost_in_flight = 0;          // their cost, as told to the connection
   std::deque<std::function<void()>> after_publishes;  // work waiting for in-flight == 0
-  bool closed = false;
 };
 
 struct basic_class::state : basic_state {

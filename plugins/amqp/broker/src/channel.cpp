@@ -18,25 +18,28 @@ struct publish_item {
 };
 using pending_item = std::variant<wire::method, publish_item>;
 
-// std::visit target: one overload per method a client may send on an open channel.
+// std::visit target: one overload per method a client may send on an open channel. A handler
+// that answers from a continuation takes the method's turn (channel_context.hpp); the others
+// answer before they return, and the turn ends with this object.
 struct dispatcher {
   channel_context& ctx;
+  turn held;
 
-  void operator()(wire::exchange_declare& m) { on_exchange_declare(ctx, std::move(m)); }
-  void operator()(wire::exchange_delete_& m) { on_exchange_delete(ctx, std::move(m)); }
+  void operator()(wire::exchange_declare& m) { on_exchange_declare(ctx, std::move(m), std::move(held)); }
+  void operator()(wire::exchange_delete_& m) { on_exchange_delete(ctx, std::move(m), std::move(held)); }
   void operator()(wire::exchange_bind&) { refuse_exchange_binding(ctx, wire::exchange_bind::key); }
   void operator()(wire::exchange_unbind&) { refuse_exchange_binding(ctx, wire::exchange_unbind::key); }
 
-  void operator()(wire::queue_declare& m) { on_queue_declare(ctx, std::move(m)); }
-  void operator()(wire::queue_bind& m) { on_queue_bind(ctx, std::move(m)); }
-  void operator()(wire::queue_unbind& m) { on_queue_unbind(ctx, std::move(m)); }
-  void operator()(wire::queue_purge& m) { on_queue_purge(ctx, std::move(m)); }
-  void operator()(wire::queue_delete_& m) { on_queue_delete(ctx, std::move(m)); }
+  void operator()(wire::queue_declare& m) { on_queue_declare(ctx, std::move(m), std::move(held)); }
+  void operator()(wire::queue_bind& m) { on_queue_bind(ctx, std::move(m), std::move(held)); }
+  void operator()(wire::queue_unbind& m) { on_queue_unbind(ctx, std::move(m), std::move(held)); }
+  void operator()(wire::queue_purge& m) { on_queue_purge(ctx, std::move(m), std::move(held)); }
+  void operator()(wire::queue_delete_& m) { on_queue_delete(ctx, std::move(m), std::move(held)); }
 
   void operator()(wire::basic_qos& m) { ctx.basic().on_method(std::move(m)); }
-  void operator()(wire::basic_consume& m) { ctx.basic().on_method(std::move(m)); }
-  void operator()(wire::basic_cancel& m) { ctx.basic().on_method(std::move(m)); }
-  void operator()(wire::basic_get& m) { ctx.basic().on_method(std::move(m)); }
+  void operator()(wire::basic_consume& m) { ctx.basic().on_method(std::move(m), std::move(held)); }
+  void operator()(wire::basic_cancel& m) { ctx.basic().on_method(std::move(m), std::move(held)); }
+  void operator()(wire::basic_get& m) { ctx.basic().on_method(std::move(m), std::move(held)); }
   void operator()(wire::basic_ack& m) { ctx.basic().on_method(std::move(m)); }
   void operator()(wire::basic_reject& m) { ctx.basic().on_method(std::move(m)); }
   void operator()(wire::basic_nack& m) { ctx.basic().on_method(std::move(m)); }
@@ -44,34 +47,39 @@ struct dispatcher {
   void operator()(wire::basic_recover_async& m) { ctx.basic().on_method(std::move(m)); }
 
   void operator()(wire::channel_flow& m) { on_channel_flow(ctx, std::move(m)); }
+  // The server never sends channel.flow, so there is nothing for a flow-ok to answer.
+  void operator()(wire::channel_flow_ok&) { refuse_unexpected(ctx, wire::channel_flow_ok::key); }
   void operator()(wire::confirm_select& m) { on_confirm_select(ctx, std::move(m)); }
 
   void operator()(wire::tx_select&) { refuse_transactions(ctx, wire::tx_select::key); }
   void operator()(wire::tx_commit&) { refuse_transactions(ctx, wire::tx_commit::key); }
   void operator()(wire::tx_rollback&) { refuse_transactions(ctx, wire::tx_rollback::key); }
 
-  // Server-to-client methods, connection methods, and channel.open/close (the session's).
+  // What no client sends on an open channel, by the table (methods.def's sent_by): a method
+  // only the server sends, or a connection method. The session keeps channel.open/close/close-ok
+  // and basic.publish (content follows it) to itself. A method a client sends on a channel that
+  // has no overload above does not compile.
   template <class M>
-  void operator()(M&) { refuse_unexpected(ctx, M::key); }
+  void operator()(M&) {
+    static_assert(M::sent_by == wire::sender::server || M::class_name == "connection" ||
+                      session_handles<M>,
+                  "a method clients send on a channel has no handler in the dispatcher");
+    refuse_unexpected(ctx, M::key);
+  }
   void operator()(std::monostate&) { refuse_unexpected(ctx, wire::method_key{}); }
+
+  template <class M>
+  static constexpr bool session_handles =
+      std::is_same_v<M, wire::channel_open> || std::is_same_v<M, wire::channel_close> ||
+      std::is_same_v<M, wire::channel_close_ok> || std::is_same_v<M, wire::basic_publish>;
 };
 
 class channel_impl final : public channel {
  public:
   channel_impl(std::shared_ptr<broker> b, connection_port& port, std::uint16_t id)
-      : ctx_(std::make_shared<channel_context>(std::move(b), port, id)) {
-    // ctx_ may outlive this object (bus work in flight), but finish() is a no-op once the
-    // channel is closed, and both run on the connection's executor.
-    ctx_->on_finish = [this] {
-      busy_ = false;
-      pump();
-    };
-  }
+      : ctx_(std::make_shared<channel_context>(std::move(b), port, id)) {}
 
-  ~channel_impl() override {
-    closed();
-    ctx_->on_finish = nullptr;
-  }
+  ~channel_impl() override { closed(); }
 
   void on_method(wire::method m) override {
     pending_.emplace_back(std::in_place_index<0>, std::move(m));
@@ -85,16 +93,17 @@ class channel_impl final : public channel {
   }
 
   void closed() override {
-    if (closed_) return;
-    closed_ = true;
-    ctx_->mark_closed();
+    if (ctx_->is_closed()) return;
+    ctx_->enter(channel_phase::closed);
     pending_.clear();
     ctx_->basic().closed();
   }
 
  private:
-  // Runs queued items until one is still working. finish() called from inside a handler
-  // only clears busy_, and the loop continues: no recursion however many methods arrive.
+  // Runs queued items until one is still working. A turn that ends inside a handler only
+  // clears busy_, and the loop continues: no recursion however many methods arrive. The channel
+  // (and so this object) outlives no turn's end: a turn ends on the connection's executor, and
+  // begin_turn's callback runs only while the channel is open.
   void pump() {
     if (pumping_) return;
     pumping_ = true;
@@ -102,19 +111,22 @@ class channel_impl final : public channel {
       pending_item item = std::move(pending_.front());
       pending_.pop_front();
       busy_ = true;
-      dispatch(item);
+      dispatch(item, ctx_->begin_turn([this] {
+        busy_ = false;
+        pump();
+      }));
     }
     pumping_ = false;
   }
 
-  void dispatch(pending_item& item) {
+  void dispatch(pending_item& item, turn held) {
     try {
       if (auto* m = std::get_if<wire::method>(&item)) {
-        std::visit(dispatcher{*ctx_}, *m);
+        std::visit(dispatcher{*ctx_, std::move(held)}, *m);
       } else {
         auto& p = std::get<publish_item>(item);
         ctx_->basic().on_publish(std::move(p.method), std::move(p.property_octets),
-                                 std::move(p.body));
+                                 std::move(p.body), std::move(held));
       }
     } catch (const std::exception& e) {
       // A bug or exhaustion, never bad input: the connection cannot be trusted any more.
@@ -133,9 +145,8 @@ class channel_impl final : public channel {
 
   std::shared_ptr<channel_context> ctx_;
   std::deque<pending_item> pending_;
-  bool busy_ = false;
+  bool busy_ = false;     // a method's turn has not ended
   bool pumping_ = false;
-  bool closed_ = false;
 };
 
 }  // namespace
@@ -156,25 +167,31 @@ channel_context::channel_context(std::shared_ptr<broker> b, connection_port& por
 channel_context::~channel_context() = default;
 
 void channel_context::send(std::string frames) {
-  if (open_) port_.send(std::move(frames));
+  if (is_open()) port_.send(std::move(frames));
 }
 
 void channel_context::fail(wire::reply_code code, std::string_view sentence,
                            wire::method_key offending) {
-  if (!open_) return;
-  open_ = false;  // nothing more goes out on this channel but the session's channel.close
-  port_.close_channel(id_, code, wire::reply_text(code, sentence), offending);
+  if (!is_open()) return;
+  enter(channel_phase::failed);  // nothing more goes out on this channel but the session's channel.close
+  port_.close_channel(id_, code, std::string(sentence), offending);
 }
 
 void channel_context::fail_connection(wire::reply_code code, std::string_view sentence,
                                       wire::method_key offending) {
-  if (!open_) return;
-  open_ = false;
-  port_.close_connection(code, wire::reply_text(code, sentence), offending);
+  if (!is_open()) return;
+  enter(channel_phase::failed);
+  port_.close_connection(code, std::string(sentence), offending);
 }
 
-void channel_context::finish() {
-  if (open_ && on_finish) on_finish();
+void channel_context::enter(channel_phase next) {
+  if (next > phase_) phase_ = next;
+}
+
+turn channel_context::begin_turn(std::function<void()> next) {
+  return turn([weak = weak_from_this(), next = std::move(next)] {
+    if (auto self = weak.lock(); self && self->is_open()) next();
+  });
 }
 
 std::optional<std::string> channel_context::resolve_queue(const std::string& name,

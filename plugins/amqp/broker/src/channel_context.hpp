@@ -36,11 +36,13 @@
 #include "amqp/wire/codec.hpp"
 #include "amqp/wire/methods.hpp"
 #include "amqp/wire/reply_code.hpp"
+#include "bus_failure.hpp"
 
 namespace amqp::broker {
 
 class channel_context;
 class expiry_sweeper;
+class turn;
 
 // ---------------------------------------------------------------------------------------------
 // broker: per-process state shared by every connection (the class broker.hpp forward-declares).
@@ -240,20 +242,20 @@ class basic_class {
   basic_class(const basic_class&) = delete;
   basic_class& operator=(const basic_class&) = delete;
 
-  // One per basic-class method a client sends. Each must end in exactly one of
-  // ctx.finish() (answered, possibly later) or ctx.fail()/ctx.fail_connection().
+  // One per basic-class method a client sends: each answers or fails the channel. Those that
+  // take the method's turn answer from a continuation that carries it (turn, below).
   void on_method(wire::basic_qos m);
-  void on_method(wire::basic_consume m);
-  void on_method(wire::basic_cancel m);
-  void on_method(wire::basic_get m);
+  void on_method(wire::basic_consume m, turn held);
+  void on_method(wire::basic_cancel m, turn held);
+  void on_method(wire::basic_get m, turn held);
   void on_method(wire::basic_ack m);
   void on_method(wire::basic_reject m);
   void on_method(wire::basic_nack m);
   void on_method(wire::basic_recover m);
   void on_method(wire::basic_recover_async m);
-  // A complete publish. May call ctx.finish() as soon as the publish is handed to the bus in
-  // order (the confirm, if any, follows later) so a publisher is not held to one round trip.
-  void on_publish(wire::basic_publish m, std::string property_octets, std::string body);
+  // A complete publish. Its turn ends as soon as the publish is handed to the bus in order (the
+  // confirm, if any, follows later) so a publisher is not held to one round trip.
+  void on_publish(wire::basic_publish m, std::string property_octets, std::string body, turn held);
   // The channel is gone: requeue outstanding deliveries, stop consumers (remove_consumer each).
   // Nothing may be sent any more. Called once.
   void closed();
@@ -272,6 +274,46 @@ class basic_class {
  private:
   struct state;
   std::unique_ptr<state> state_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// turn: a method's turn on its channel. The channel's methods are answered in arrival order:
+// the next one starts when this one's turn ends, at the first end() of any copy, or when the
+// last copy is gone. A handler that answers at once just returns; one that answers from a
+// continuation carries a copy into it. So a method ends exactly once, and a continuation
+// dropped because the channel closed ends it too.
+// ---------------------------------------------------------------------------------------------
+class turn {
+ public:
+  turn() = default;  // no method's: ending it does nothing
+  // The method is answered (its continuation may go on, e.g. a publish waiting for the bus).
+  void end() {
+    if (state_) state_->end();
+  }
+
+ private:
+  friend class channel_context;
+  struct state {
+    explicit state(std::function<void()> n) : next(std::move(n)) {}
+    state(const state&) = delete;
+    state& operator=(const state&) = delete;
+    ~state() { end(); }
+    void end() {
+      if (auto n = std::exchange(next, nullptr)) n();
+    }
+    std::function<void()> next;
+  };
+  explicit turn(std::function<void()> next) : state_(std::make_shared<state>(std::move(next))) {}
+  std::shared_ptr<state> state_;
+};
+
+// Where a channel is in its life, as the broker sees it. Only forward: open → failed → closed,
+// or open → closed.
+enum class channel_phase {
+  open,    // methods run and are answered
+  failed,  // this side raised a channel or connection exception: nothing more goes out
+  closed,  // closed() ran (either side closed it, or the connection ended): consumers stopped,
+           // outstanding deliveries requeued
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -297,14 +339,17 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
   bus::client& bus() { return *bus_; }
   const std::shared_ptr<bus::client>& bus_ptr() const { return bus_; }
   basic_class& basic() { return *basic_; }
-  // False once the channel is closed (by either side) or the connection ended: nothing may be
-  // sent any more, and handlers drop their work.
-  bool is_open() const { return open_; }
+  channel_phase phase() const { return phase_; }
+  // False once the channel failed or closed: nothing may be sent any more, and handlers drop
+  // their work.
+  bool is_open() const { return phase_ == channel_phase::open; }
+  // closed() ran: what is still answered by the bus goes straight back.
+  bool is_closed() const { return phase_ == channel_phase::closed; }
 
   // Sends a method on this channel (one frame). Ignored once the channel is not open.
   template <class M>
   void reply(const M& m) {
-    if (!open_) return;
+    if (!is_open()) return;
     std::string out;
     wire::encode_method(out, id_, m);
     port_.send(std::move(out));
@@ -312,20 +357,18 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
   // Sends already-encoded frames (a delivery: method + header + bodies, as one unit).
   void send(std::string frames);
 
-  // Channel exception: channel.close with `code` and "<NAME> - <sentence>", naming `offending`.
-  // Later methods of this channel are dropped; the session then calls channel::closed().
+  // Channel exception: channel.close with `code` and the sentence (the session adds "<NAME> - "),
+  // naming `offending`. Later methods of this channel are dropped; the session then calls
+  // channel::closed().
   void fail(wire::reply_code code, std::string_view sentence, wire::method_key offending);
   // Connection exception (503, 541 …): connection.close, then the socket goes.
   void fail_connection(wire::reply_code code, std::string_view sentence, wire::method_key offending);
 
-  // The current method is answered: process the next one of this channel. Call it exactly
-  // once per method, synchronously or from a continuation; a no-op once the channel closed.
-  void finish();
-
   // Runs `work()` (blocking bus calls) on the bus pool, then `then(result)` on this channel's
   // executor — only if the channel is still open then. `work` may return void (`then()` takes
-  // no argument then). An exception escaping `work` becomes a 541 INTERNAL_ERROR channel
-  // exception naming `during` and the exception's text. `work` must not touch the channel.
+  // no argument then). An exception escaping `work` closes the channel through
+  // bus_failure_reply (541, naming `during` and the exception's text). `work` must not touch the
+  // channel.
   template <class Work, class Then>
   void run_on_bus(wire::method_key during, Work work, Then then);
 
@@ -338,10 +381,16 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
   bool confirms = false;
 
   // ---- channel.cpp only
-  void mark_closed() { open_ = false; }
-  std::function<void()> on_finish;
+  // The one transition function: phases only move forward (channel_phase).
+  void enter(channel_phase next);
+  // The turn of the method about to run; `next` runs when it ends while the channel is open.
+  turn begin_turn(std::function<void()> next);
 
  private:
+  static std::string method_name_(wire::method_key key) {
+    const auto* info = wire::find_method(key);
+    return info != nullptr ? std::string(info->name) : std::string("the method");
+  }
   static std::string describe_(const std::exception& e) {
     std::string text = e.what();
     return text.empty() ? std::string("unknown error") : text;
@@ -355,7 +404,7 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
   boost::asio::any_io_executor executor_;
   std::shared_ptr<bus::client> bus_;
   std::unique_ptr<basic_class> basic_;
-  bool open_ = true;
+  channel_phase phase_ = channel_phase::open;
 };
 
 template <class Work, class Then>
@@ -385,9 +434,11 @@ void channel_context::run_on_bus(wire::method_key during, Work work, Then then) 
     auto exec = self->executor_;
     boost::asio::post(exec, [self = std::move(self), during, error = std::move(error),
                              value = std::move(value), then = std::move(then)]() mutable {
-      if (!self->open_) return;
+      if (!self->is_open()) return;
       if (!value) {
-        self->fail(wire::reply_code::internal_error, "the bus failed: " + error, during);
+        const auto reply = bus_failure_reply(bus::bus_errc::failed, "the bus did not complete " + method_name_(during),
+                                             error, "retry on a new channel");
+        self->fail(reply.code, reply.text, during);
         return;
       }
       if constexpr (std::is_void_v<result_t>) {

@@ -14,7 +14,6 @@ void on_channel_flow(channel_context& ctx, wire::channel_flow m) {
     return;
   }
   ctx.reply(wire::channel_flow_ok{true});
-  ctx.finish();
 }
 
 void on_confirm_select(channel_context& ctx, wire::confirm_select m) {
@@ -22,7 +21,6 @@ void on_confirm_select(channel_context& ctx, wire::confirm_select m) {
   // publish side's and is not reset by a repeat.
   ctx.confirms = true;
   if (!m.no_wait) ctx.reply(wire::confirm_select_ok{});
-  ctx.finish();
 }
 
 }  // namespace amqp::broker

@@ -1,23 +1,25 @@
 #pragma once
 // The channel core's dispatch targets, one file per AMQP class (style: one handler per class).
-// Each handler answers its method (or fails the channel) and ends with ctx.finish(), either
-// at once or from the continuation of its bus work.
+// Each handler answers its method or fails the channel. One that takes a `turn` answers from
+// the continuation of its bus work, which carries the turn (channel_context.hpp); the others
+// answer before they return.
 #include "amqp/wire/methods.hpp"
 
 namespace amqp::broker {
 
 class channel_context;
+class turn;
 
 // exchange.cpp
-void on_exchange_declare(channel_context& ctx, wire::exchange_declare m);
-void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m);
+void on_exchange_declare(channel_context& ctx, wire::exchange_declare m, turn held);
+void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m, turn held);
 
 // queue.cpp
-void on_queue_declare(channel_context& ctx, wire::queue_declare m);
-void on_queue_bind(channel_context& ctx, wire::queue_bind m);
-void on_queue_unbind(channel_context& ctx, wire::queue_unbind m);
-void on_queue_purge(channel_context& ctx, wire::queue_purge m);
-void on_queue_delete(channel_context& ctx, wire::queue_delete_ m);
+void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn held);
+void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn held);
+void on_queue_unbind(channel_context& ctx, wire::queue_unbind m, turn held);
+void on_queue_purge(channel_context& ctx, wire::queue_purge m, turn held);
+void on_queue_delete(channel_context& ctx, wire::queue_delete_ m, turn held);
 
 // channel_flow.cpp: channel.flow and confirm.select (the two channel-mode switches)
 void on_channel_flow(channel_context& ctx, wire::channel_flow m);

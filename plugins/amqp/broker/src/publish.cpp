@@ -52,7 +52,7 @@ void confirm_soon(basic_state& s, const std::vector<publish_confirms::confirm>& 
   if (!s.confirms.hold(frames)) return;
   boost::asio::post(s.ctx.executor(), [&s, weak = s.ctx.weak_from_this()] {
     auto alive = weak.lock();
-    if (!alive || s.closed || !s.ctx.is_open()) return;  // nobody to tell any more
+    if (!alive || !s.ctx.is_open()) return;  // nobody to tell any more
     send_confirms(s.ctx, s.confirms.take_held());
   });
 }
@@ -78,7 +78,7 @@ void return_unroutable(channel_context& ctx, const wire::basic_publish& m,
 void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus::bus_status& stored,
                   const std::string& subject) {
   if (s.publishes_in_flight > 0) --s.publishes_in_flight;
-  if (!s.closed) {  // else closed() released it already
+  if (!s.ctx.is_closed()) {  // else closed() released it already
     s.publish_cost_in_flight -= cost;
     s.ctx.port().publish_answered(cost);
   }
@@ -87,7 +87,7 @@ void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus
     s.after_publishes.clear();
     for (auto& work : waiting) work();
   }
-  if (s.closed || !s.ctx.is_open()) return;
+  if (!s.ctx.is_open()) return;
   // A refusal of the user closes the channel, as RabbitMQ refuses a publish to an exchange the
   // user may not write; under confirms anything else is a nack.
   if (seq != 0 && (stored || stored.error().kind != bus::bus_errc::denied)) {
@@ -179,7 +179,7 @@ void publish_direct_reply(basic_state& s, const wire::basic_publish& m, std::str
       [&s, weak = chan.weak_from_this(), m, seq, cost, returnable = std::move(returnable), subj = *subject](bool received) {
         auto alive = weak.lock();
         if (!alive) return;
-        if (!received && returnable && !s.closed && s.ctx.is_open())
+        if (!received && returnable && s.ctx.is_open())
           return_unroutable(s.ctx, m, returnable->first, returnable->second);
         publish_done(s, seq, cost, bus::bus_ok(), subj);
       });
@@ -255,26 +255,27 @@ void trim(basic_state& s, std::shared_ptr<limited_publish> p, std::function<void
                    });
 }
 
-void store_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
+void store_limited(basic_state& s, std::shared_ptr<limited_publish> p, turn held) {
   auto& chan = s.ctx;
   const std::size_t cost = count_in_flight(s, p->property_octets, p->body);
   chan.bus().publish(
       p->subject, bus::base64_encode(p->property_octets), p->body, chan.executor(),
-      [&s, weak = chan.weak_from_this(), p, cost](bus::bus_status stored) {
+      [&s, weak = chan.weak_from_this(), p, cost, held](bus::bus_status stored) {
         auto alive = weak.lock();
         if (!alive) return;
-        auto done = [&s, p, cost, stored] {
+        auto done = [&s, p, cost, stored, held]() mutable {
           publish_done(s, p->seq, cost, stored, p->subject);
-          s.ctx.finish();
+          held.end();
         };
-        if (!stored || s.closed) return done();
+        if (!stored || s.ctx.is_closed()) return done();
         trim(s, p, std::move(done));
       });
 }
 
 // reject-publish: the full queues do not take it (reject-publish-dlx dead-letters it from them),
 // every other queue the route reaches does, by its own name, and the publisher is nacked.
-void reject_limited(basic_state& s, const std::shared_ptr<limited_publish>& p, const std::vector<std::string>& full) {
+void reject_limited(basic_state& s, const std::shared_ptr<limited_publish>& p, const std::vector<std::string>& full,
+                    turn held) {
   auto& chan = s.ctx;
   auto& b = chan.state();
   for (const auto& q : full) {
@@ -290,9 +291,9 @@ void reject_limited(basic_state& s, const std::shared_ptr<limited_publish>& p, c
   std::vector<std::string> others;
   for (const auto& q : reached)
     if (std::find(full.begin(), full.end(), q) == full.end()) others.push_back(q);
-  auto finish = [&s, p] {
+  auto finish = [&s, p, held]() mutable {
     if (p->seq != 0) confirm_now(s, s.confirms.settle(p->seq, publish_confirms::outcome::nack));
-    s.ctx.finish();
+    held.end();
   };
   if (others.empty()) return finish();
   // Once every other queue has its copy, the drop-head ones among them are trimmed as usual.
@@ -310,28 +311,28 @@ void reject_limited(basic_state& s, const std::shared_ptr<limited_publish>& p, c
   }
 }
 
-void publish_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
-  s.ctx.basic().after_publishes([&s, p] {
+void publish_limited(basic_state& s, std::shared_ptr<limited_publish> p, turn held) {
+  s.ctx.basic().after_publishes([&s, p, held] {
     const auto judged = queues_with(p->limits, false);
-    if (judged.empty()) return store_limited(s, p);
+    if (judged.empty()) return store_limited(s, p, held);
     broker* b = &s.ctx.state();
     s.ctx.run_on_bus(during, [b, bus = s.ctx.bus_ptr(), judged] { return ready_counts(*b, *bus, judged, false); },
-                     [&s, p, judged](counts_or_failure counted) {
+                     [&s, p, judged, held](counts_or_failure counted) {
                        if (auto* f = std::get_if<store::failure>(&counted)) return bus_failed(s.ctx, *f, during);
                        const auto& ready = std::get<std::vector<std::uint64_t>>(counted);
                        std::vector<std::string> full;
                        for (std::size_t i = 0; i < judged.size(); ++i) {
                          if (ready[i] >= limit_of(*p, judged[i]).max_length) full.push_back(judged[i]);
                        }
-                       if (full.empty()) return store_limited(s, p);
-                       reject_limited(s, p, full);
+                       if (full.empty()) return store_limited(s, p, held);
+                       reject_limited(s, p, full, held);
                      });
   });
 }
 
 }  // namespace
 
-void basic_class::on_publish(wire::basic_publish m, std::string property_octets, std::string body) {
+void basic_class::on_publish(wire::basic_publish m, std::string property_octets, std::string body, turn held) {
   auto& ctx = state_->ctx;
   if (m.immediate) {
     ctx.fail(wire::reply_code::not_implemented,
@@ -341,8 +342,10 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
     return;
   }
   // The rest of the publish, once the exchange is known to exist.
+  // It carries the turn only while the exchange is looked up on the bus; once a publish is
+  // handed to the bus the turn ends (pipelined).
   auto publish = [this, m, property_octets = std::move(property_octets),
-                  body = std::move(body)](const routing::exchange_def& def) mutable {
+                  body = std::move(body)](const routing::exchange_def& def, turn publish_turn) mutable {
     auto& s = *state_;
     auto& chan = s.ctx;
     if (def.internal) {
@@ -358,7 +361,6 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
       if (chan.confirms && !s.confirms.enabled()) s.confirms.select();
       publish_direct_reply(s, m, std::move(property_octets), std::move(body),
                            s.confirms.enabled() ? s.confirms.next() : 0);
-      chan.finish();
       return;
     }
     auto subject = routing::publish_subject(m.exchange, m.routing_key);
@@ -376,12 +378,12 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
       // failure to publish).
       if (m.mandatory) return_unroutable(chan, m, property_octets, body);
       if (seq != 0) confirm_now(s, s.confirms.settle(seq, publish_confirms::outcome::ack));
-      chan.finish();
       return;
     }
     if (auto limits = limits_reached(chan.state(), m.exchange, m.routing_key); !limits.empty()) {
       return publish_limited(s, std::make_shared<limited_publish>(limited_publish{
-                                    m, *subject, std::move(property_octets), std::move(body), seq, std::move(limits)}));
+                                    m, *subject, std::move(property_octets), std::move(body), seq, std::move(limits)}),
+                             std::move(publish_turn));
     }
     const std::size_t cost = count_in_flight(s, property_octets, body);
     chan.bus().publish(
@@ -391,16 +393,15 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
           if (!alive) return;  // the channel and this object are gone: nobody to tell
           publish_done(*state_, seq, cost, stored, subj);
         });
-    chan.finish();  // pipelined: the next method does not wait for the bus
   };
 
   if (auto def = exchange_in_mirror(ctx, m.exchange)) {
-    publish(*def);
+    publish(*def, std::move(held));
     return;
   }
   // A mirror miss may be another replica's declaration still on its way (HIP-1326 §1).
   find_entry(ctx, false, routing::exchange_key(m.exchange), during,
-             [&ctx, name = m.exchange, publish = std::move(publish)](bool present) mutable {
+             [&ctx, name = m.exchange, publish = std::move(publish), held](bool present) mutable {
                auto def = present ? exchange_in_mirror(ctx, name) : std::nullopt;
                // A name no exchange can have says why (a headers exchange, a dot under hip).
                if (auto bad = def ? std::nullopt : routing::check_name(names(ctx), "exchange", name);
@@ -415,7 +416,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
                           during);
                  return;
                }
-               publish(*def);
+               publish(*def, held);
              });
 }
 

@@ -407,7 +407,7 @@ void session::send(std::string frames) {
   enqueue(std::move(frames));
 }
 
-void session::close_channel(std::uint16_t channel, wire::reply_code code, std::string text,
+void session::close_channel(std::uint16_t channel, wire::reply_code code, std::string sentence,
                             wire::method_key offending) {
   auto it = channels_.find(channel);
   if (it == channels_.end() || it->second.closing) return;
@@ -417,15 +417,15 @@ void session::close_channel(std::uint16_t channel, wire::reply_code code, std::s
   slot.content.reset();
   wire::channel_close close;
   close.reply_code = static_cast<std::uint16_t>(code);
-  close.reply_text = as_reply_text(code, text);
+  close.reply_text = wire::reply_text(code, sentence);
   close.class_id = offending.class_id;
   close.method_id = offending.method_id;
   send_method(channel, close);
   notify_closed(slot);
 }
 
-void session::close_connection(wire::reply_code code, std::string text, wire::method_key offending) {
-  connection_exception(code, text, offending);
+void session::close_connection(wire::reply_code code, std::string sentence, wire::method_key offending) {
+  connection_exception(code, sentence, offending);
 }
 
 void session::close_for_shutdown() {

@@ -64,9 +64,9 @@ class session final : public broker::connection_port, public std::enable_shared_
   net::any_io_executor executor() override { return executor_; }
   std::shared_ptr<bus::client> bus() override { return bus_; }
   const std::string& user() const override { return user_; }
-  void close_channel(std::uint16_t channel, wire::reply_code code, std::string text,
+  void close_channel(std::uint16_t channel, wire::reply_code code, std::string sentence,
                      wire::method_key offending) override;
-  void close_connection(wire::reply_code code, std::string text, wire::method_key offending) override;
+  void close_connection(wire::reply_code code, std::string sentence, wire::method_key offending) override;
   bool backlogged() const override { return queued_bytes_ > options_.outbound_cap; }
   // The reader stops: output is backlogged, or the bus is behind this connection's publishes.
   bool reading_paused() const { return backlogged() || publishing_ > options_.publish_cap; }

@@ -98,7 +98,7 @@ void session::enqueue(std::string frames) {
 
 void session::connection_exception(wire::reply_code code, const std::string& sentence, wire::method_key key) {
   if (phase_ == phase::closing || phase_ == phase::ended || socket_closed_) return;
-  warn("closing the connection: " + as_reply_text(code, sentence));
+  warn("closing the connection: " + wire::reply_text(code, sentence));
   send_connection_close(code, sentence, key);
 }
 
@@ -106,7 +106,7 @@ void session::send_connection_close(wire::reply_code code, const std::string& se
   if (phase_ == phase::closing || phase_ == phase::ended || socket_closed_) return;
   wire::connection_close close;
   close.reply_code = static_cast<std::uint16_t>(code);
-  close.reply_text = as_reply_text(code, sentence);
+  close.reply_text = wire::reply_text(code, sentence);
   close.class_id = key.class_id;
   close.method_id = key.method_id;
   send_method(0, close);

@@ -1,6 +1,6 @@
 #pragma once
 // What the session's files share (session.cpp: channels and the broker's port; handshake.cpp;
-// session_io.cpp: the socket, output and deadlines): naming methods and shaping reply texts.
+// session_io.cpp: the socket, output and deadlines): naming methods.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -26,12 +26,5 @@ inline wire::method_key peek_key(std::span<const std::uint8_t> payload) {
 }
 
 inline std::string name_of(const wire::method& m) { return std::string(wire::info_of(m).name); }
-
-// "NAME - sentence": the broker hands over texts already in that shape, the session's own
-// refusals are bare sentences; either way the client gets the shape exactly once.
-inline std::string as_reply_text(wire::reply_code code, const std::string& text) {
-  const std::string prefix = std::string(wire::reply_name(code)) + " - ";
-  return text.rfind(prefix, 0) == 0 ? text : wire::reply_text(code, text);
-}
 
 }  // namespace amqp::server

@@ -33,6 +33,7 @@ void fill(method_table& t, std::index_sequence<I...>) {
                        std::variant_alternative_t<I, method>::method_name)),
    ...);
   ((t.infos[I] = method_info{std::variant_alternative_t<I, method>::key, t.names[I],
+                             std::variant_alternative_t<I, method>::sent_by,
                              std::variant_alternative_t<I, method>::synchronous,
                              std::variant_alternative_t<I, method>::carries_content}),
    ...);
@@ -151,7 +152,7 @@ const method_info* find_method(method_key key) {
 }
 
 const method_info& info_of(const method& m) {
-  static const method_info none{{}, "(no method)", false, false};
+  static const method_info none{{}, "(no method)", sender::client, false, false};
   return m.index() < method_count ? table().infos[m.index()] : none;
 }
 

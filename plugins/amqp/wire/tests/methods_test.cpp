@@ -1,4 +1,5 @@
 // The method table: facts per row, and a round trip of every row through encode and decode.
+#include <algorithm>
 #include <set>
 
 #include "support.hpp"
@@ -60,6 +61,32 @@ TEST_CASE("method facts come from the table") {
   CHECK_FALSE(info_of(method{queue_declare_ok{}}).synchronous);
   CHECK(info_of(method{basic_get{}}).key == basic_get::key);
   CHECK(info_of(method{std::monostate{}}).name == "(no method)");
+}
+
+TEST_CASE("the table says who sends each method: every reply is the other side's, and a few go both ways") {
+  CHECK(info_of(method{basic_deliver{}}).sent_by == sender::server);
+  CHECK(info_of(method{basic_publish{}}).sent_by == sender::client);
+  CHECK(info_of(method{connection_start_ok{}}).sent_by == sender::client);
+  CHECK(info_of(method{connection_update_secret_ok{}}).sent_by == sender::server);
+  for (const auto& info : all_methods()) {
+    const bool reply = info.name.ends_with("-ok");
+    const bool in_both_directions = info.name == "connection.close" || info.name == "connection.close-ok" ||
+                                    info.name == "channel.close" || info.name == "channel.close-ok" ||
+                                    info.name == "channel.flow" || info.name == "channel.flow-ok" ||
+                                    info.name == "basic.cancel" || info.name == "basic.ack" || info.name == "basic.nack";
+    INFO(info.name);
+    if (in_both_directions) {
+      CHECK(info.sent_by == sender::both);
+    } else if (info.synchronous) {  // a request: its -ok comes from the other side
+      CHECK(info.sent_by != sender::both);
+    } else if (reply) {
+      const auto request_name = info.name.substr(0, info.name.size() - 3);
+      const auto methods = all_methods();
+      const auto request = std::find_if(methods.begin(), methods.end(), [&](const method_info& m) { return m.name == request_name; });
+      REQUIRE(request != methods.end());
+      CHECK(info.sent_by != request->sent_by);
+    }
+  }
 }
 
 TEST_CASE("bits share an octet, least significant first") {

@@ -87,11 +87,12 @@ class connection_port {
   virtual void publish_handed(std::size_t cost) = 0;
   virtual void publish_answered(std::size_t cost) = 0;
   // Channel exception: the session sends channel.close, calls channel::closed(), and ignores
-  // the channel's frames until close-ok.
-  virtual void close_channel(std::uint16_t channel, wire::reply_code code, std::string text,
+  // the channel's frames until close-ok. `sentence` is bare: the session makes the reply text
+  // "<NAME> - <sentence>" (wire::reply_text), once.
+  virtual void close_channel(std::uint16_t channel, wire::reply_code code, std::string sentence,
                              wire::method_key offending) = 0;
-  // Connection exception: connection.close with the code, then the socket goes.
-  virtual void close_connection(wire::reply_code code, std::string text,
+  // Connection exception: connection.close with the code and the sentence, then the socket goes.
+  virtual void close_connection(wire::reply_code code, std::string sentence,
                                 wire::method_key offending) = 0;
 };
 

@@ -42,10 +42,14 @@ struct method_key {
   constexpr bool operator==(const method_key&) const = default;
 };
 
+// Who may send a method (methods.def's sent_by column).
+enum class sender : std::uint8_t { client, server, both };
+
 // Static facts about a method: what the table row says.
 struct method_info {
   method_key key;
   std::string_view name;  // "basic.publish", "exchange.unbind-ok", "exchange.delete"
+  sender sent_by;
   bool synchronous;
   bool carries_content;
 };
@@ -53,9 +57,10 @@ struct method_info {
 // A struct per row. `for_each_field(f)` calls f(kind_tag, field_name, member&) in spec order;
 // the codec is written once against it.
 #define F(k, n) typename AMQP_KIND_##k::type n{};
-#define AMQP_METHOD(cls, cid, meth, mid, sync, content, fields)                    \
+#define AMQP_METHOD(cls, cid, meth, mid, by, sync, content, fields)                    \
   struct cls##_##meth {                                                            \
     fields static constexpr method_key key{cid, mid};                                \
+    static constexpr sender sent_by = sender::by;                                  \
     static constexpr bool synchronous = sync;                                      \
     static constexpr bool carries_content = content;                               \
     static constexpr std::string_view class_name = #cls;                           \
@@ -72,7 +77,7 @@ struct method_info {
 
 // The visitors are defined out of line so that the field list is expanded with member access.
 #define F(k, n) f(AMQP_KIND_##k{}, std::string_view{#n}, self.n);
-#define AMQP_METHOD(cls, cid, meth, mid, sync, content, fields)                    \
+#define AMQP_METHOD(cls, cid, meth, mid, by, sync, content, fields)                    \
   template <class Fn, class Self> void cls##_##meth::visit_fields_(Fn& f, Self& self) { \
     (void)f; (void)self; fields                                                    \
   }
@@ -80,7 +85,7 @@ struct method_info {
 #undef AMQP_METHOD
 #undef F
 
-#define AMQP_METHOD(cls, cid, meth, mid, sync, content, fields) cls##_##meth,
+#define AMQP_METHOD(cls, cid, meth, mid, by, sync, content, fields) cls##_##meth,
 #define F(k, n)
 // The variant of every method, in table order.
 using method = std::variant<
