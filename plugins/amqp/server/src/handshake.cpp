@@ -13,16 +13,14 @@ void session::handle_protocol_header() {
     // Spec §4.2.2: answer with the header we do speak, as the raw 8 octets, and close.
     warn("did not open with the AMQP 0-9-1 protocol header; answered with ours and closed");
     enqueue(std::string(wire::protocol_header.begin(), wire::protocol_header.end()));
-    phase_ = phase::closing;
-    discarding_ = true;
-    shutdown_send_after_flush_ = true;
+    enter(phase::draining);
     close_deadline_ = clock::now() + options_.close_timeout;
     wake(watchdog_timer_);
     return;
   }
   in_start_ += wire::protocol_header.size();
   send_method(0, make_connection_start(settings_, external_offered()));
-  phase_ = phase::start_ok;
+  enter(phase::start_ok);
 }
 
 void session::handle_handshake_method(wire::method& m) {
@@ -57,7 +55,7 @@ void session::on_start_ok(const wire::connection_start_ok& m) {
   if (m.mechanism == "EXTERNAL") user_ = certificate_user_;
   if (!options_.identities) {  // CLOUD_AMQP_AUTH=none: the response is neither read nor logged
     send_method(0, make_connection_tune(settings_));
-    phase_ = phase::tune_ok;
+    enter(phase::tune_ok);
     return;
   }
   auto who = read_credentials(m.mechanism, m.response);
@@ -68,7 +66,7 @@ void session::on_start_ok(const wire::connection_start_ok& m) {
                          wire::connection_start_ok::key);
     return;
   }
-  phase_ = phase::signing_in;
+  enter(phase::signing_in);
   off_the_loop([identities = options_.identities, who = std::get<bus::credentials>(who),
                 deadline = handshake_deadline_] { return identities->sign_in(who, deadline); },
                [mechanism = m.mechanism, who = std::get<bus::credentials>(who)](
@@ -80,7 +78,7 @@ void session::on_start_ok(const wire::connection_start_ok& m) {
 template <class Work, class Then>
 void session::off_the_loop(Work work, Then then) {
   bus_->run_blocking(executor_, std::move(work), [self = shared_from_this(), then = std::move(then)](auto result) mutable {
-    if (self->socket_closed_ || self->phase_ == phase::closing || self->phase_ == phase::ended) return;
+    if (self->ending()) return;
     then(*self, std::move(result));
   });
 }
@@ -106,7 +104,7 @@ void session::signed_in(const std::string& mechanism, const bus::credentials& wh
   bus_ = std::move(*client);
   user_ = who.user;
   send_method(0, make_connection_tune(settings_));
-  phase_ = phase::tune_ok;
+  enter(phase::tune_ok);
 }
 
 // RabbitMQ's extension for refreshing a token (amqplib and the Java client send it). Under
@@ -151,7 +149,7 @@ void session::on_tune_ok(const wire::connection_tune_ok& m) {
   channel_max_ = t.channel_max;
   frame_max_ = t.frame_max;
   heartbeat_seconds_ = t.heartbeat_seconds;
-  phase_ = phase::open;
+  enter(phase::open);
 }
 
 // The vhost must be one this process serves; a signed-in user must be of its NATS account
@@ -172,7 +170,7 @@ void session::on_open(const wire::connection_open& m) {
     opened(*v);
     return;
   }
-  phase_ = phase::joining;
+  enter(phase::joining);
   off_the_loop([user = bus_, service = v->bus] { return user->join(*service); },
                [v](session& s, bus::bus_status joined) {
                  if (joined) return s.opened(*v);
@@ -190,7 +188,7 @@ void session::opened(const vhost& v) {
   vhost_ = &v;
   broker_ = v.broker;
   send_method(0, wire::connection_open_ok{});
-  phase_ = phase::running;
+  enter(phase::running);
   last_read_ = clock::now();
   wake(watchdog_timer_);  // the handshake deadline is over; heartbeats start
 }

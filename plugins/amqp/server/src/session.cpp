@@ -69,8 +69,8 @@ std::string session::who() const { return "connection " + std::to_string(id_) + 
 void session::warn(const std::string& message) { log_(log_level::warning, who() + ": " + message); }
 
 void session::handle_buffered() {
-  while (phase_ != phase::ended && !socket_closed_ && !reading_paused()) {
-    if (discarding_) {
+  while (phase_ < phase::ended && !reading_paused()) {
+    if (phase_ == phase::draining) {
       in_start_ = in_end_;
       return;
     }
@@ -85,8 +85,7 @@ void session::handle_buffered() {
     if (parsed.state == wire::parse_result::status::malformed) {
       // The stream cannot be framed any further: say why, then read nothing but EOF.
       connection_exception(parsed.error.code, parsed.error.text, {});
-      discarding_ = true;
-      shutdown_send_after_flush_ = true;
+      enter(phase::draining);
       continue;
     }
     in_start_ += parsed.consumed;
@@ -403,7 +402,7 @@ void session::call_broker(wire::method_key key, Call&& call) {
 void session::send(std::string frames) {
   // After connection.close only close/close-ok may be sent (spec §4.2.2): the broker's late
   // output no longer reaches anyone.
-  if (phase_ == phase::closing || phase_ == phase::ended || socket_closed_) return;
+  if (ending()) return;
   enqueue(std::move(frames));
 }
 
@@ -411,7 +410,7 @@ void session::close_channel(std::uint16_t channel, wire::reply_code code, std::s
                             wire::method_key offending) {
   auto it = channels_.find(channel);
   if (it == channels_.end() || it->second.closing) return;
-  if (phase_ == phase::closing || phase_ == phase::ended) return;
+  if (ending()) return;
   channel_slot& slot = it->second;
   slot.closing = true;
   slot.content.reset();

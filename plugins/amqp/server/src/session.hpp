@@ -83,9 +83,18 @@ class session final : public broker::connection_port, public std::enable_shared_
     open,
     joining,          // the bus is checking that the user is of connection.open's vhost
     running,
-    closing,          // we sent connection.close (or the raw header): waiting for close-ok/EOF
-    ended,            // no more input is handled; the writer flushes and the socket goes
+    // The end, in order; phases only move forward (enter):
+    closing,        // we sent connection.close: waiting for close-ok (or EOF)
+    draining,       // input is dropped until EOF; our send side shuts once what is queued is out
+    ended,          // no more input is handled; the writer flushes and the socket goes
+    tls_ending,     // the close deadline passed under TLS: close_notify, then the socket goes
+    socket_closed,
   };
+  // The one transition function: a later phase only.
+  void enter(phase next) {
+    if (next > phase_) phase_ = next;
+  }
+  bool ending() const { return phase_ >= phase::closing; }
 
   struct channel_slot {
     std::unique_ptr<broker::channel> channel;
@@ -176,11 +185,6 @@ class session final : public broker::connection_port, public std::enable_shared_
   std::string peer_;
 
   phase phase_ = phase::protocol_header;
-  bool discarding_ = false;          // input can no longer be framed: discard until EOF/deadline
-  bool shutdown_send_after_flush_ = false;
-  bool tls_ending_ = false;  // the close deadline passed: the writer sends close_notify, then closes
-  bool socket_closed_ = false;
-  bool torn_down_ = false;
   bool channels_released_ = false;  // channels closed and the broker told (release_channels)
 
   // negotiated (the offer until tune-ok)

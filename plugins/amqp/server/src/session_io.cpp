@@ -39,7 +39,7 @@ awaitable<void> session::reader([[maybe_unused]] std::shared_ptr<session> self) 
 awaitable<void> session::read_loop() {
   for (;;) {
     handle_buffered();
-    if (phase_ == phase::ended || socket_closed_) co_return;
+    if (phase_ >= phase::ended) co_return;
     if (reading_paused()) {
       co_await wait_for_drain();
       continue;
@@ -90,32 +90,32 @@ awaitable<void> session::wait_for_drain() {
 // ---- output and ending ------------------------------------------------------------------------
 
 void session::enqueue(std::string frames) {
-  if (frames.empty() || socket_closed_) return;
+  if (frames.empty() || phase_ == phase::socket_closed) return;
   queued_bytes_ += frames.size();
   out_.push_back(std::move(frames));
   wake(writer_wake_);
 }
 
 void session::connection_exception(wire::reply_code code, const std::string& sentence, wire::method_key key) {
-  if (phase_ == phase::closing || phase_ == phase::ended || socket_closed_) return;
+  if (ending()) return;
   warn("closing the connection: " + wire::reply_text(code, sentence));
   send_connection_close(code, sentence, key);
 }
 
 void session::send_connection_close(wire::reply_code code, const std::string& sentence, wire::method_key key) {
-  if (phase_ == phase::closing || phase_ == phase::ended || socket_closed_) return;
+  if (ending()) return;
   wire::connection_close close;
   close.reply_code = static_cast<std::uint16_t>(code);
   close.reply_text = wire::reply_text(code, sentence);
   close.class_id = key.class_id;
   close.method_id = key.method_id;
   send_method(0, close);
-  phase_ = phase::closing;
+  enter(phase::closing);
   close_deadline_ = clock::now() + options_.close_timeout;
   wake(watchdog_timer_);
 }
 
-void session::end() { phase_ = phase::ended; }
+void session::end() { enter(phase::ended); }
 
 // The client closed the connection and we answered close-ok. A client may have written more
 // behind its close (amqplib pipelines publishes behind it): closing the socket on unread input
@@ -124,9 +124,7 @@ void session::end() { phase_ = phase::ended; }
 // socket closes at the client's EOF (or the close timeout).
 void session::closed_by_client() {
   release_channels();
-  phase_ = phase::closing;
-  discarding_ = true;
-  shutdown_send_after_flush_ = true;
+  enter(phase::draining);
   close_deadline_ = clock::now() + options_.close_timeout;
   wake(writer_wake_);
   wake(watchdog_timer_);
@@ -146,9 +144,7 @@ void session::release_channels() {
 }
 
 void session::teardown() {
-  if (torn_down_) return;
-  torn_down_ = true;
-  phase_ = phase::ended;
+  enter(phase::ended);
   release_channels();
   // The writer flushes what is queued (a close-ok, say) and then closes the socket; the
   // watchdog bounds how long that may take.
@@ -158,8 +154,8 @@ void session::teardown() {
 }
 
 void session::close_socket() {
-  if (socket_closed_) return;
-  socket_closed_ = true;
+  if (phase_ == phase::socket_closed) return;
+  enter(phase::socket_closed);
   error_code ec;
   // Closing a socket with unread input makes the kernel answer with a reset, which can
   // overtake our last frames (a close-ok) at the peer; what the peer sent after its close is
@@ -180,9 +176,10 @@ void session::close_socket() {
 awaitable<void> session::writer([[maybe_unused]] std::shared_ptr<session> self) {
   std::vector<std::string> batch;
   std::vector<net::const_buffer> buffers;
-  while (!socket_closed_) {
+  bool send_side_shut = false;  // draining: the peer was sent EOF
+  while (phase_ != phase::socket_closed) {
     if (out_.empty()) {
-      if (phase_ == phase::ended || (shutdown_send_after_flush_ && stream_.tls())) {
+      if (phase_ >= phase::ended || (phase_ == phase::draining && stream_.tls())) {
         // Everything, down to the last close-ok, is on the wire. A TLS peer is told so with
         // close_notify (and what it still sends is read and dropped meanwhile); the close
         // deadline (watchdog) bounds the wait for its answer.
@@ -191,10 +188,10 @@ awaitable<void> session::writer([[maybe_unused]] std::shared_ptr<session> self) 
         close_socket();
         co_return;
       }
-      if (shutdown_send_after_flush_) {
+      if (phase_ == phase::draining && !send_side_shut) {
         // The peer sees EOF after our last octet and closes; we keep reading until it does,
         // so that closing never turns into a reset that loses what we sent.
-        shutdown_send_after_flush_ = false;
+        send_side_shut = true;
         error_code ignored;
         stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
       }
@@ -223,7 +220,7 @@ awaitable<void> session::writer([[maybe_unused]] std::shared_ptr<session> self) 
 }
 
 void session::when_drained(std::function<void()> resume) {
-  if (socket_closed_) return;
+  if (phase_ == phase::socket_closed) return;
   if (!backlogged()) {
     net::post(executor_, std::move(resume));
     return;
@@ -247,7 +244,7 @@ void session::resume_producers() {
 // ---- watchdog ---------------------------------------------------------------------------------
 
 awaitable<void> session::watchdog([[maybe_unused]] std::shared_ptr<session> self) {
-  while (!socket_closed_) {
+  while (phase_ != phase::socket_closed) {
     const auto now = clock::now();
     if (!check_deadlines(now)) co_return;
     watchdog_timer_.expires_at(next_deadline(now));
@@ -257,13 +254,12 @@ awaitable<void> session::watchdog([[maybe_unused]] std::shared_ptr<session> self
 }
 
 bool session::check_deadlines(clock::time_point now) {
-  if (phase_ == phase::closing || phase_ == phase::ended) {
+  if (ending()) {
     if (now < close_deadline_) return true;
-    if (stream_.tls() && !tls_ending_) {
+    if (stream_.tls() && phase_ < phase::tls_ending) {
       // No close-ok in time: the writer ends the TLS session (close_notify) once its queue is
       // out, within one more close timeout.
-      tls_ending_ = true;
-      phase_ = phase::ended;
+      enter(phase::tls_ending);
       close_deadline_ = now + options_.close_timeout;
       wake(writer_wake_);
       return true;
@@ -299,7 +295,7 @@ bool session::check_deadlines(clock::time_point now) {
 }
 
 clock::time_point session::next_deadline(clock::time_point now) const {
-  if (phase_ == phase::closing || phase_ == phase::ended) return close_deadline_;
+  if (ending()) return close_deadline_;
   if (phase_ != phase::running) return handshake_deadline_;
   if (heartbeat_seconds_ == 0) return clock::time_point::max();
   const std::chrono::milliseconds interval = std::chrono::seconds{heartbeat_seconds_};
