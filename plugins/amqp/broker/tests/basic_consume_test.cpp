@@ -1,0 +1,266 @@
+// Consuming on a channel: prefetch as an exact in-flight bound (basic.qos), what the puller asks
+// the bus for, no-ack consumers, basic.cancel, and consumer tags. Driven through broker.hpp
+// against fake_bus.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "harness.hpp"
+
+using namespace amqp;
+using namespace amqp::broker::test;
+using kind = settlement::kind;
+
+namespace {
+
+// What the consumer of `queue` holds or has asked for: unsettled deliveries plus open requests.
+std::uint64_t in_flight(harness& h, const std::string& queue) {
+  return h.bus->unsettled(consumer_of(queue)) + h.bus->open_requests(consumer_of(queue));
+}
+
+std::uint32_t largest_request(harness& h) {
+  std::uint32_t most = 0;
+  for (const auto& r : h.bus->requests()) most = std::max(most, r.batch);
+  return most;
+}
+
+}  // namespace
+
+TEST_CASE("with prefetch N exactly N deliveries are in flight, and the next comes only after an ack") {
+  harness h;
+  h.open();
+  h.declare("q");
+  h.qos(2);
+  h.fill("q", 5);
+  h.consume("q", "c");
+  h.settle();
+  CHECK(h.delivered_bodies() == std::vector<std::string>{"m1", "m2"});
+  CHECK(h.bus->ready(consumer_of("q")) == 3);
+
+  h.method(wire::basic_ack{1, false});
+  h.settle();
+  CHECK(h.delivered_bodies() == std::vector<std::string>{"m1", "m2", "m3"});
+
+  h.method(wire::basic_ack{3, true});  // tags 2 and 3: two more may come
+  h.settle();
+  CHECK(h.delivered_bodies() == std::vector<std::string>{"m1", "m2", "m3", "m4", "m5"});
+  CHECK(h.conn.exceptions.empty());
+}
+
+TEST_CASE("a consumer's pull requests never ask for more than its free prefetch window") {
+  harness h;
+  h.open();
+  h.declare("q");
+  h.qos(3);
+  h.consume("q", "c");
+  h.settle();  // an empty queue: the whole window is asked for, and nothing more
+  CHECK(h.bus->open_requests(consumer_of("q")) == 3);
+  h.fill("q", 10);
+  h.settle();
+  CHECK(h.count<wire::basic_deliver>() == 3);
+  // Acked one at a time: what is held plus what is asked for stays within the prefetch.
+  for (std::uint64_t tag = 1; tag <= 7; ++tag) {
+    h.method(wire::basic_ack{tag, false});
+    h.settle();
+    CHECK(in_flight(h, "q") <= 3);
+    CHECK(h.bus->unsettled(consumer_of("q")) == 3);  // refilled to the prefetch each time
+  }
+  CHECK(h.count<wire::basic_deliver>() == 10);
+  CHECK(largest_request(h) <= 3);
+  h.method(wire::basic_ack{0, true});
+  h.settle();
+  CHECK(in_flight(h, "q") <= 3);
+  CHECK(h.bus->ready(consumer_of("q")) == 0);
+}
+
+TEST_CASE("a channel-wide prefetch (global) bounds two consumers together") {
+  harness h;
+  h.open();
+  h.declare("a");
+  h.declare("b");
+  h.qos(2, true);
+  h.fill("a", 3);
+  h.fill("b", 3, 4);
+  h.consume("a", "ca");
+  h.consume("b", "cb");
+  h.settle();
+  CHECK(h.count<wire::basic_deliver>() == 2);
+  CHECK(in_flight(h, "a") + in_flight(h, "b") <= 2);
+  h.method(wire::basic_ack{0, true});
+  h.settle();
+  CHECK(h.count<wire::basic_deliver>() == 4);
+  CHECK(h.bus->unsettled(consumer_of("a")) + h.bus->unsettled(consumer_of("b")) == 2);
+}
+
+TEST_CASE("a no-ack consumer's deliveries are acked on the bus at once and are not the client's to settle") {
+  harness h;
+  h.open();
+  h.declare("q");
+  h.qos(1);  // no-ack consumers are not bound by prefetch
+  h.fill("q", 3);
+  h.consume("q", "c", true);
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_deliver>() == 3; }));
+  h.settle();
+  CHECK(h.bus->settlements_of(kind::ack).size() == 3);
+  CHECK(h.bus->unsettled(consumer_of("q")) == 0);
+  h.method(wire::basic_ack{1, false});
+  h.settle();
+  REQUIRE(h.conn.exceptions.size() == 1);
+  CHECK(h.conn.exceptions[0].code == wire::reply_code::precondition_failed);
+}
+
+TEST_CASE("basic.cancel is answered cancel-ok, nothing is delivered after it, and its deliveries may still be acked") {
+  harness h;
+  h.open();
+  h.declare("q");
+  h.qos(1);
+  h.fill("q", 3);
+  h.consume("q", "c");
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_deliver>() == 1; }));
+  h.method(wire::basic_cancel{"c", false});
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_cancel_ok>() == 1; }));
+  CHECK(h.all<wire::basic_cancel_ok>()[0].consumer_tag == "c");
+  CHECK(h.bus->open_requests(consumer_of("q")) == 0);
+
+  h.method(wire::basic_ack{1, false});  // unsettled deliveries stay the client's
+  h.fill("q", 1, 4);
+  h.settle();
+  CHECK(h.conn.exceptions.empty());
+  CHECK(h.count<wire::basic_deliver>() == 1);
+  CHECK(h.bus->settlements_of(kind::ack).size() == 1);
+  CHECK(h.bus->ready(consumer_of("q")) == 3);
+}
+
+TEST_CASE("what the bus had already sent when basic.cancel came is delivered before cancel-ok") {
+  harness h;
+  h.open();
+  h.declare("q");
+  h.consume("q", "c");
+  h.settle();                // the consumer's request waits on the bus
+  h.fill("q", 2);            // the bus sends two messages: they are on their way (posted)
+  h.method(wire::basic_cancel{"c", false});  // before they arrived
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_cancel_ok>() == 1; }));
+  h.settle();
+  const auto names = h.method_names();
+  const std::vector<std::string> tail(names.end() - 3, names.end());
+  CHECK(tail == std::vector<std::string>{"basic.deliver", "basic.deliver", "basic.cancel-ok"});
+  CHECK(h.bus->unsettled(consumer_of("q")) == 2);
+}
+
+TEST_CASE("cancelling an unknown consumer tag is answered cancel-ok") {
+  harness h;
+  h.open();
+  h.method(wire::basic_cancel{"nobody", false});
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_cancel_ok>() == 1; }));
+  CHECK(h.all<wire::basic_cancel_ok>()[0].consumer_tag == "nobody");
+  CHECK(h.conn.exceptions.empty());
+}
+
+TEST_CASE("a consumer tag already used on the channel is 530 NOT_ALLOWED on the connection") {
+  harness h;
+  h.open();
+  h.declare("q");
+  h.consume("q", "same");
+  wire::basic_consume again;
+  again.queue = "q";
+  again.consumer_tag = "same";
+  h.method(again);
+  h.settle();
+  REQUIRE(h.conn.exceptions.size() == 1);
+  const auto& e = h.conn.exceptions[0];
+  CHECK(e.channel == 0);  // a connection exception, as RabbitMQ raises it
+  CHECK_FALSE(h.is_open(1));
+  CHECK(e.code == wire::reply_code::not_allowed);
+  CHECK(e.text.find("attempt to reuse consumer tag 'same'") != std::string::npos);
+  CHECK(e.offending == wire::basic_consume::key);
+  CHECK(h.count<wire::basic_consume_ok>() == 1);
+}
+
+TEST_CASE("a consumer tag is free again once its consumer was cancelled") {
+  harness h;
+  h.open();
+  h.declare("q");
+  h.consume("q", "t");
+  h.method(wire::basic_cancel{"t", false});
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_cancel_ok>() == 1; }));
+  h.consume("q", "t");
+  CHECK(h.conn.exceptions.empty());
+}
+
+TEST_CASE("an empty consumer tag gets a server-generated amq.ctag- tag, different each time") {
+  harness h;
+  h.open();
+  h.declare("q");
+  h.consume("q", "");
+  h.consume("q", "");
+  const auto oks = h.all<wire::basic_consume_ok>();
+  REQUIRE(oks.size() == 2);
+  CHECK(oks[0].consumer_tag.starts_with("amq.ctag-"));
+  CHECK(oks[0].consumer_tag != oks[1].consumer_tag);
+}
+
+TEST_CASE("consuming a queue that does not exist closes the channel with 404 NOT_FOUND") {
+  harness h;
+  h.open();
+  wire::basic_consume m;
+  m.queue = "absent";
+  m.consumer_tag = "c";
+  h.method(m);
+  h.settle();
+  REQUIRE(h.conn.exceptions.size() == 1);
+  CHECK(h.conn.exceptions[0].channel == 1);
+  CHECK(h.conn.exceptions[0].code == wire::reply_code::not_found);
+  CHECK(h.bus->requests().empty());
+}
+
+TEST_CASE("basic.get answers get-ok with the next message and how many remain, settled like a delivery") {
+  harness h;
+  h.open();
+  h.declare("q");
+  h.fill("q", 3);
+  h.method(wire::basic_get{0, "q", false});
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_get_ok>() == 1; }));
+  const auto ok = h.all<wire::basic_get_ok>()[0];
+  CHECK(ok.delivery_tag == 1);
+  CHECK_FALSE(ok.redelivered);
+  CHECK(ok.exchange == "");
+  CHECK(ok.routing_key == "q");
+  CHECK(ok.message_count == 2);  // the message taken is not counted
+  CHECK(h.conn.frames.back().body == "m1");
+  CHECK(h.bus->unsettled(consumer_of("q")) == 1);
+
+  h.method(wire::basic_reject{1, true});  // back to the queue, then fetched again
+  h.method(wire::basic_get{0, "q", false});
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_get_ok>() == 2; }));
+  const auto again = h.all<wire::basic_get_ok>()[1];
+  CHECK(again.delivery_tag == 2);
+  CHECK(again.redelivered);
+  CHECK(h.conn.frames.back().body == "m1");
+  CHECK(h.bus->settlements_of(kind::nak).size() == 1);
+}
+
+TEST_CASE("basic.get on an empty queue answers get-empty at once") {
+  harness h;
+  h.open();
+  h.declare("q");
+  h.method(wire::basic_get{0, "q", false});
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_get_empty>() == 1; }));
+  CHECK(h.count<wire::basic_get_ok>() == 0);
+  CHECK(h.conn.exceptions.empty());
+}
+
+TEST_CASE("basic.get with no-ack acks the message on the bus at once and leaves nothing to settle") {
+  harness h;
+  h.open();
+  h.declare("q");
+  h.fill("q", 1);
+  h.method(wire::basic_get{0, "q", true});
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_get_ok>() == 1; }));
+  h.settle();
+  CHECK(h.bus->settlements_of(kind::ack).size() == 1);
+  CHECK(h.bus->unsettled(consumer_of("q")) == 0);
+  h.method(wire::basic_ack{1, false});
+  h.settle();
+  REQUIRE(h.conn.exceptions.size() == 1);
+  CHECK(h.conn.exceptions[0].code == wire::reply_code::precondition_failed);
+}
