@@ -171,7 +171,7 @@ TEST_CASE("a consumer tag already used on the channel is 530 NOT_ALLOWED on the 
   CHECK(e.channel == 0);  // a connection exception, as RabbitMQ raises it
   CHECK_FALSE(h.is_open(1));
   CHECK(e.code == wire::reply_code::not_allowed);
-  CHECK(e.text.find("attempt to reuse consumer tag 'same'") != std::string::npos);
+  CHECK(e.sentence.find("attempt to reuse consumer tag 'same'") != std::string::npos);
   CHECK(e.offending == wire::basic_consume::key);
   CHECK(h.count<wire::basic_consume_ok>() == 1);
 }

@@ -168,7 +168,7 @@ TEST_CASE("without confirms a publish the bus refuses closes the channel with 54
   CHECK(h.conn.exceptions[0].channel == 1);
   CHECK(h.conn.exceptions[0].code == wire::reply_code::internal_error);
   CHECK(h.conn.exceptions[0].offending == wire::basic_publish::key);
-  CHECK(h.conn.exceptions[0].text.find("maximum payload exceeded") != std::string::npos);
+  CHECK(h.conn.exceptions[0].sentence.find("maximum payload exceeded") != std::string::npos);
   CHECK(h.conn.publish_cost == 0);
 }
 

@@ -104,7 +104,7 @@ TEST_CASE("an unknown delivery tag on basic.ack closes the channel with 406 PREC
   const auto& e = h.conn.exceptions.front();
   CHECK(e.channel == 1);
   CHECK(e.code == wire::reply_code::precondition_failed);
-  CHECK(e.text.starts_with("PRECONDITION_FAILED - unknown delivery tag 7"));
+  CHECK(e.sentence.starts_with("unknown delivery tag 7"));  // the session adds "PRECONDITION_FAILED - "
   CHECK(e.offending == wire::basic_ack::key);
   CHECK_FALSE(h.is_open(1));
   // The channel's close requeues what it held: nothing was acked.
@@ -120,7 +120,7 @@ TEST_CASE("a tag acknowledged twice is unknown the second time") {
   h.settle();
   REQUIRE(h.conn.exceptions.size() == 1);
   CHECK(h.conn.exceptions[0].code == wire::reply_code::precondition_failed);
-  CHECK(h.conn.exceptions[0].text.find("unknown delivery tag 1") != std::string::npos);
+  CHECK(h.conn.exceptions[0].sentence.find("unknown delivery tag 1") != std::string::npos);
   CHECK(seqs(h.bus->settlements_of(kind::ack)) == std::vector<std::uint64_t>{1});
 }
 

@@ -59,14 +59,14 @@ void fake_connection::send(std::string octets_out) {
 
 void fake_connection::when_drained(std::function<void()> resume) { boost::asio::post(io_, std::move(resume)); }
 
-void fake_connection::close_channel(std::uint16_t channel, wire::reply_code code, std::string text,
+void fake_connection::close_channel(std::uint16_t channel, wire::reply_code code, std::string sentence,
                                     wire::method_key offending) {
-  exceptions.push_back({channel, code, std::move(text), offending});
+  exceptions.push_back({channel, code, std::move(sentence), offending});
   if (on_channel_closed) on_channel_closed(channel);
 }
 
-void fake_connection::close_connection(wire::reply_code code, std::string text, wire::method_key offending) {
-  exceptions.push_back({0, code, std::move(text), offending});
+void fake_connection::close_connection(wire::reply_code code, std::string sentence, wire::method_key offending) {
+  exceptions.push_back({0, code, std::move(sentence), offending});
   if (on_connection_closed) on_connection_closed();
 }
 

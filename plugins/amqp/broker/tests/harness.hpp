@@ -48,7 +48,7 @@ struct received {
 struct exception_raised {
   std::uint16_t channel = 0;  // 0: the connection
   wire::reply_code code = wire::reply_code::reply_success;
-  std::string text;
+  std::string sentence;  // bare: the session makes it "<NAME> - <sentence>"
   wire::method_key offending;
 };
 
@@ -66,9 +66,9 @@ class fake_connection final : public connection_port {
   void when_drained(std::function<void()> resume) override;
   void publish_handed(std::size_t cost) override { publish_cost += static_cast<std::int64_t>(cost); }
   void publish_answered(std::size_t cost) override { publish_cost -= static_cast<std::int64_t>(cost); }
-  void close_channel(std::uint16_t channel, wire::reply_code code, std::string text,
+  void close_channel(std::uint16_t channel, wire::reply_code code, std::string sentence,
                      wire::method_key offending) override;
-  void close_connection(wire::reply_code code, std::string text, wire::method_key offending) override;
+  void close_connection(wire::reply_code code, std::string sentence, wire::method_key offending) override;
 
   std::vector<received> frames;                 // every method received, in order
   std::vector<exception_raised> exceptions;     // in order
