@@ -159,8 +159,8 @@ void with_usable_queue(channel_context& ctx, const std::string& queue, wire::met
 // (bus::client::count_publishes).
 class get_request final : public std::enable_shared_from_this<get_request> {
  public:
-  get_request(basic_state& s, std::string queue, bool no_ack, turn held)
-      : s_(s), queue_(std::move(queue)), no_ack_(no_ack), turn_(std::move(held)) {}
+  get_request(basic_state& s, std::string queue, bool no_ack, turn method_turn)
+      : s_(s), queue_(std::move(queue)), no_ack_(no_ack), turn_(std::move(method_turn)) {}
   // The channel went while the message was being counted: it goes back to the queue.
   ~get_request() {
     if (taken_) s_.ctx.bus().nak(taken_->reply);
@@ -348,7 +348,7 @@ void basic_class::on_method(wire::basic_qos m) {
   pump_consumers(s);
 }
 
-void basic_class::on_method(wire::basic_consume m, turn held) {
+void basic_class::on_method(wire::basic_consume m, turn method_turn) {
   auto& s = *state_;
   auto& ctx = s.ctx;
   constexpr auto during = wire::basic_consume::key;
@@ -357,7 +357,7 @@ void basic_class::on_method(wire::basic_consume m, turn held) {
   if (!queue) return;
   std::string tag = m.consumer_tag.empty() ? generated_tag() : m.consumer_tag;
   if (s.uses_tag(tag)) return reuse_of_tag(ctx, tag);
-  with_usable_queue(ctx, *queue, during, [&s, m = std::move(m), queue = *queue, tag = std::move(tag), held] {
+  with_usable_queue(ctx, *queue, during, [&s, m = std::move(m), queue = *queue, tag = std::move(tag), method_turn] {
     auto& chan = s.ctx;
     const wire::method_key consume_key = wire::basic_consume::key;
     if (s.uses_tag(tag)) return reuse_of_tag(chan, tag);  // a pipelined consume with the same tag won meanwhile
@@ -374,12 +374,12 @@ void basic_class::on_method(wire::basic_consume m, turn held) {
   });
 }
 
-void basic_class::on_method(wire::basic_cancel m, turn held) {
+void basic_class::on_method(wire::basic_cancel m, turn method_turn) {
   auto& s = *state_;
   // Carries the turn: the cancel is answered when the bus's requests are over.
-  auto answer = [&s, tag = m.consumer_tag, no_wait = m.no_wait, held]() mutable {
+  auto answer = [&s, tag = m.consumer_tag, no_wait = m.no_wait, method_turn]() mutable {
     if (!no_wait) s.ctx.reply(wire::basic_cancel_ok{tag});  // unknown tag: ok too
-    held.end();
+    method_turn.end();
   };
   if (s.reply && s.reply->tag == m.consumer_tag) {
     s.reply.reset();  // unsubscribed: replies that come later are dropped, as in RabbitMQ
@@ -400,12 +400,12 @@ void basic_class::on_method(wire::basic_cancel m, turn held) {
   });
 }
 
-void basic_class::on_method(wire::basic_get m, turn held) {
+void basic_class::on_method(wire::basic_get m, turn method_turn) {
   auto& s = *state_;
   constexpr auto during = wire::basic_get::key;
   auto queue = s.ctx.resolve_queue(m.queue, during);
   if (!queue) return;
-  with_usable_queue(s.ctx, *queue, during, [&s, queue = *queue, no_ack = m.no_ack, held] {
+  with_usable_queue(s.ctx, *queue, during, [&s, queue = *queue, no_ack = m.no_ack, method_turn] {
     // The bus serves only the active consumer's pulls; RabbitMQ's quorum queues refuse it too.
     if (s.ctx.state().sharing_of(queue) == bus::queue_sharing::single_active) {
       return s.ctx.fail(wire::reply_code::resource_locked,
@@ -415,9 +415,9 @@ void basic_class::on_method(wire::basic_get m, turn held) {
                         during);
     }
     s.ctx.state().note_use(queue, broker::use::get);
-    s.ctx.basic().after_publishes([&s, queue, no_ack, held] {
+    s.ctx.basic().after_publishes([&s, queue, no_ack, method_turn] {
       if (s.ctx.is_closed()) return;
-      auto get = std::make_shared<get_request>(s, queue, no_ack, held);
+      auto get = std::make_shared<get_request>(s, queue, no_ack, method_turn);
       s.get = get;
       get->start();
     });

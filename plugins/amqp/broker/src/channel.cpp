@@ -23,23 +23,23 @@ using pending_item = std::variant<wire::method, publish_item>;
 // answer before they return, and the turn ends with this object.
 struct dispatcher {
   channel_context& ctx;
-  turn held;
+  turn method_turn;
 
-  void operator()(wire::exchange_declare& m) { on_exchange_declare(ctx, std::move(m), std::move(held)); }
-  void operator()(wire::exchange_delete_& m) { on_exchange_delete(ctx, std::move(m), std::move(held)); }
+  void operator()(wire::exchange_declare& m) { on_exchange_declare(ctx, std::move(m), std::move(method_turn)); }
+  void operator()(wire::exchange_delete_& m) { on_exchange_delete(ctx, std::move(m), std::move(method_turn)); }
   void operator()(wire::exchange_bind&) { refuse_exchange_binding(ctx, wire::exchange_bind::key); }
   void operator()(wire::exchange_unbind&) { refuse_exchange_binding(ctx, wire::exchange_unbind::key); }
 
-  void operator()(wire::queue_declare& m) { on_queue_declare(ctx, std::move(m), std::move(held)); }
-  void operator()(wire::queue_bind& m) { on_queue_bind(ctx, std::move(m), std::move(held)); }
-  void operator()(wire::queue_unbind& m) { on_queue_unbind(ctx, std::move(m), std::move(held)); }
-  void operator()(wire::queue_purge& m) { on_queue_purge(ctx, std::move(m), std::move(held)); }
-  void operator()(wire::queue_delete_& m) { on_queue_delete(ctx, std::move(m), std::move(held)); }
+  void operator()(wire::queue_declare& m) { on_queue_declare(ctx, std::move(m), std::move(method_turn)); }
+  void operator()(wire::queue_bind& m) { on_queue_bind(ctx, std::move(m), std::move(method_turn)); }
+  void operator()(wire::queue_unbind& m) { on_queue_unbind(ctx, std::move(m), std::move(method_turn)); }
+  void operator()(wire::queue_purge& m) { on_queue_purge(ctx, std::move(m), std::move(method_turn)); }
+  void operator()(wire::queue_delete_& m) { on_queue_delete(ctx, std::move(m), std::move(method_turn)); }
 
   void operator()(wire::basic_qos& m) { ctx.basic().on_method(std::move(m)); }
-  void operator()(wire::basic_consume& m) { ctx.basic().on_method(std::move(m), std::move(held)); }
-  void operator()(wire::basic_cancel& m) { ctx.basic().on_method(std::move(m), std::move(held)); }
-  void operator()(wire::basic_get& m) { ctx.basic().on_method(std::move(m), std::move(held)); }
+  void operator()(wire::basic_consume& m) { ctx.basic().on_method(std::move(m), std::move(method_turn)); }
+  void operator()(wire::basic_cancel& m) { ctx.basic().on_method(std::move(m), std::move(method_turn)); }
+  void operator()(wire::basic_get& m) { ctx.basic().on_method(std::move(m), std::move(method_turn)); }
   void operator()(wire::basic_ack& m) { ctx.basic().on_method(std::move(m)); }
   void operator()(wire::basic_reject& m) { ctx.basic().on_method(std::move(m)); }
   void operator()(wire::basic_nack& m) { ctx.basic().on_method(std::move(m)); }
@@ -119,14 +119,14 @@ class channel_impl final : public channel {
     pumping_ = false;
   }
 
-  void dispatch(pending_item& item, turn held) {
+  void dispatch(pending_item& item, turn method_turn) {
     try {
       if (auto* m = std::get_if<wire::method>(&item)) {
-        std::visit(dispatcher{*ctx_, std::move(held)}, *m);
+        std::visit(dispatcher{*ctx_, std::move(method_turn)}, *m);
       } else {
         auto& p = std::get<publish_item>(item);
         ctx_->basic().on_publish(std::move(p.method), std::move(p.property_octets),
-                                 std::move(p.body), std::move(held));
+                                 std::move(p.body), std::move(method_turn));
       }
     } catch (const std::exception& e) {
       // A bug or exhaustion, never bad input: the connection cannot be trusted any more.

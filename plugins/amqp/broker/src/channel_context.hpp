@@ -36,198 +36,12 @@
 #include "amqp/wire/codec.hpp"
 #include "amqp/wire/methods.hpp"
 #include "amqp/wire/reply_code.hpp"
+#include "broker_state.hpp"
 #include "bus_failure.hpp"
 
 namespace amqp::broker {
 
-class channel_context;
-class expiry_sweeper;
 class turn;
-
-// ---------------------------------------------------------------------------------------------
-// broker: per-process state shared by every connection (the class broker.hpp forward-declares).
-// ---------------------------------------------------------------------------------------------
-class broker : public std::enable_shared_from_this<broker> {
- public:
-  broker(boost::asio::io_context& io, std::shared_ptr<bus::client> bus, settings s);
-  ~broker();
-  broker(const broker&) = delete;
-  broker& operator=(const broker&) = delete;
-
-  const settings& config() const { return settings_; }
-  // " in vhost '<name>'", where RabbitMQ's sentences name it.
-  std::string in_vhost() const { return " in vhost '" + settings_.vhost + "'"; }
-  bus::client& bus() { return *bus_; }
-  const std::shared_ptr<bus::client>& bus_ptr() const { return bus_; }
-  boost::asio::io_context& io() { return io_; }
-  // The bus client's worker pool: blocking nats.c calls run there and nowhere else.
-  boost::asio::any_io_executor bus_executor() { return bus_->worker_executor(); }
-  // One lane of that pool, serial: a queue's rejected messages are read back for dead-lettering
-  // in the order they were rejected (dead_letter.hpp).
-  const boost::asio::any_io_executor& dead_letter_lane() const { return dead_letter_lane_; }
-
-  // ---- the topology mirror (a cache of the KV bucket `amqp`, HIP-1326 §1)
-  // Runs `fn(const routing::topology&)` under a shared lock and returns what it returns.
-  // Keep fn short: it holds writers off. Never call the bus inside it.
-  template <class Fn>
-  auto read_topology(Fn&& fn) const {
-    std::shared_lock lock(topology_mutex_);
-    return std::forward<Fn>(fn)(static_cast<const routing::topology&>(topology_));
-  }
-  // The queue's filters as its bus consumer is asked for them (normalized queue_filters, the
-  // default binding included). Empty when the queue is not in the mirror.
-  std::vector<std::string> filters_of(const std::string& queue) const;
-  // How the queue's consumers share it on the bus (x-single-active-consumer); all_consumers when
-  // the queue is not in the mirror.
-  bus::queue_sharing sharing_of(const std::string& queue) const;
-  // Was this delivery routed to the queue? Its consumer also reads what a binding's window
-  // leaves out (routing::topology::admits): such a delivery is acked unseen. And the queue's
-  // x-message-ttl and x-delivery-limit, if it has them.
-  struct delivery_rules {
-    bool routed = true;
-    std::optional<std::uint64_t> message_ttl;
-    std::optional<std::uint64_t> delivery_limit;
-  };
-  delivery_rules rules_for(const std::string& queue, const bus::delivery& d) const;
-
-  // ---- exclusive queues (owned by one connection of THIS process; see broker.cpp on replicas)
-  std::optional<std::uint64_t> exclusive_owner(const std::string& queue) const;
-  void claim_exclusive(const std::string& queue, std::uint64_t connection_id);
-  std::vector<std::string> exclusive_queues_of(std::uint64_t connection_id) const;
-  // Drops a claim made before the bucket said another replica declared the queue first.
-  void forget_exclusive_claim(const std::string& queue);
-  // True when `connection_id` may use `queue`: it is not exclusive, or this connection owns
-  // it. An exclusive queue with no owner in this process belongs to another replica's
-  // connection (or to one that is gone): refused too. On false, `sentence` gets the 405 text.
-  bool may_use(const std::string& queue, std::uint64_t connection_id, std::string& sentence) const;
-
-  // ---- live consumers of this process, per queue (declare-ok's consumer count, if-unused,
-  //      auto-delete, and the server-initiated basic.cancel when a queue is deleted)
-  // basic.consume registers its consumer here, and the check and the registration are one step
-  // so two connections cannot both take a queue that an exclusive consumer wants (exclusive
-  // consumers are per process like exclusive queues, HIP-1326 §6). False with the 403 sentence
-  // when the consumer may not start.
-  bool add_consumer(const std::string& queue, const std::shared_ptr<channel_context>& channel,
-                    const std::string& consumer_tag, bool exclusive, std::string& refusal);
-  // Removes one consumer (unknown: no-op). When it was the queue's last one in this process
-  // and the queue is auto-delete, the queue is deleted (HIP-1326 §6: counted per process).
-  void remove_consumer(const std::string& queue, const channel_context& channel,
-                       const std::string& consumer_tag);
-  std::uint32_t consumer_count(const std::string& queue) const;
-  // x-single-active-consumer: this process's consumers of a queue wait in line, in registration
-  // order, and only the first asks the bus (which serves one asker at a time, across replicas).
-  // True when this consumer is first; when the first goes, the next one's channel is told
-  // (basic_class::consumers_may_ask) on its own executor.
-  bool first_in_line(const std::string& queue, const channel_context& channel, const std::string& consumer_tag) const;
-  // A queue with x-expires was used by what the bus cannot see (a declare, a basic.get, the end
-  // of its last consumer here): the time is written to its `u.` key in the bucket, for every
-  // replica's expiry check (expiry.hpp).
-  enum class use { declare, get, consumer_gone };
-  void note_use(const std::string& queue, use how);
-  // The latest use of the queue noted here (ms since the epoch; 0: none), written or not yet.
-  std::uint64_t last_use_here_ms(const std::string& queue) const;
-
-  // ---- deleting a queue (queue.delete, exclusive owner gone, auto-delete, a watch delete)
-  // The local half, immediate: mirror entry, exclusive claim and live consumers (each channel
-  // that had one gets basic_class::queue_deleted on its own executor).
-  void forget_queue(const std::string& queue);
-  // The whole deletion, asynchronous: forget_queue, then the bus consumer and the KV key on
-  // the bus pool. Failures are logged to stderr; there is nobody to answer.
-  void delete_queue(const std::string& queue);
-
-  // ---- writes (topology_store.hpp does the bucket half)
-  // Local-first: fn(routing::topology&) under the exclusive lock (the same connection sees
-  // the change on its next frame, before the bucket write returns).
-  template <class Fn>
-  auto write_topology(Fn&& fn) {
-    std::unique_lock lock(topology_mutex_);
-    return std::forward<Fn>(fn)(topology_);
-  }
-  // A bucket entry written or re-read by this process: applied unless the mirror already
-  // holds a newer revision of the key. nullopt = deleted.
-  void apply_entry(const std::string& key, const std::optional<std::string>& value,
-                   std::uint64_t revision);
-
-  // Transient names this process declared (non-durable, or exclusive): shutdown() deletes
-  // those still carrying this node's mark.
-  void remember_transient(const std::string& bucket_key);
-
-  // Mount: opens the watch (initial replay applied before it returns), then removes the
-  // transient entries a previous incarnation of this node left behind. Throws
-  // std::runtime_error naming the cause.
-  void open();
-  // Clean stop (blocking; off the io threads): deletes this node's transient entries, stops
-  // the watch. Idempotent.
-  void stop();
-
-  // The identity stored on transient entries: settings.node_name, or (unset) a per-process
-  // name that never matches a later incarnation.
-  const std::string& node() const { return node_; }
-  // Reports what no client can be told (settings.log_warning, or standard error).
-  void warn(std::string_view text) const;
-
- private:
-  struct consumer_ref {
-    std::weak_ptr<channel_context> channel;
-    const channel_context* key = nullptr;  // identity only
-    std::string tag;
-    bool exclusive = false;
-  };
-  void on_watch_change(const std::string& key, const std::optional<std::string>& value,
-                       std::uint64_t revision, bool replay);
-  // Applies a bucket entry to the mirror unless the mirror already holds a newer revision.
-  // Returns true when the mirror changed.
-  bool apply_locked(const std::string& key, const std::optional<std::string>& value,
-                    std::uint64_t revision);
-  // Removes and returns the channels with consumers on `queue` (owners_mutex_ held).
-  std::vector<std::weak_ptr<channel_context>> take_consumers_locked(const std::string& queue);
-  void notify_deleted(const std::string& queue,
-                      std::vector<std::weak_ptr<channel_context>> channels);
-  void sweep_leftovers();
-  // Gives every queue consumer this process's ack wait (bus::client_options::ack_wait), so that
-  // CLOUD_AMQP_ACK_WAIT holds for queues declared before it was set too. Blocking: run once,
-  // on the bus's worker pool, soon after open.
-  void converge_ack_waits();
-  // Once a second, off the io threads, the windowed queues' routes are narrowed to what their
-  // consumers have not passed (store::narrow_windows), so that delivery soon costs nothing again.
-  void narrow_windows_soon();
-  void narrow_windows(const std::vector<std::string>& queues);
-
-  boost::asio::io_context& io_;
-  std::shared_ptr<bus::client> bus_;
-  settings settings_;
-  std::string node_;
-
-  mutable std::shared_mutex topology_mutex_;
-  routing::topology topology_;
-  std::map<std::string, std::uint64_t> revisions_;  // bucket key → newest revision applied
-  boost::asio::strand<boost::asio::io_context::executor_type> mirror_strand_;
-  bus::topology_watch watch_;
-  std::vector<std::string> leftovers_;  // this node's transient keys seen in the replay
-  std::vector<std::string> pending_warnings_;  // collected under the lock, logged after it
-  boost::asio::steady_timer narrow_timer_;     // on mirror_strand_
-  struct narrowing_pace {
-    std::chrono::steady_clock::time_point due{};
-    int seconds = 1;
-  };
-  std::map<std::string, narrowing_pace> narrowing_;  // touched only by one narrowing round at a time
-  std::atomic<bool> narrowing_stopped_{false};
-  std::shared_ptr<expiry_sweeper> expiry_;  // expires the heads of idle queues (expiry.hpp)
-  boost::asio::any_io_executor dead_letter_lane_;
-
-  mutable std::mutex owners_mutex_;
-  std::map<std::string, std::uint64_t> exclusive_owners_;
-  std::map<std::string, std::vector<consumer_ref>> consumers_;
-  std::set<std::string> transient_;
-  struct use_record {
-    std::uint64_t at_ms = 0;                       // the latest use here (wall clock)
-    std::chrono::steady_clock::time_point written{};  // when the bucket was last told
-  };
-  std::map<std::string, use_record> uses_;  // by note_use
-  bool stopped_ = false;
-
-};
-using broker_state = broker;
 
 // ---------------------------------------------------------------------------------------------
 // basic_class: the basic/confirm engineer's half of a channel (basic*.cpp, consumer*, delivery*,
@@ -245,9 +59,9 @@ class basic_class {
   // One per basic-class method a client sends: each answers or fails the channel. Those that
   // take the method's turn answer from a continuation that carries it (turn, below).
   void on_method(wire::basic_qos m);
-  void on_method(wire::basic_consume m, turn held);
-  void on_method(wire::basic_cancel m, turn held);
-  void on_method(wire::basic_get m, turn held);
+  void on_method(wire::basic_consume m, turn method_turn);
+  void on_method(wire::basic_cancel m, turn method_turn);
+  void on_method(wire::basic_get m, turn method_turn);
   void on_method(wire::basic_ack m);
   void on_method(wire::basic_reject m);
   void on_method(wire::basic_nack m);
@@ -255,7 +69,7 @@ class basic_class {
   void on_method(wire::basic_recover_async m);
   // A complete publish. Its turn ends as soon as the publish is handed to the bus in order (the
   // confirm, if any, follows later) so a publisher is not held to one round trip.
-  void on_publish(wire::basic_publish m, std::string property_octets, std::string body, turn held);
+  void on_publish(wire::basic_publish m, std::string property_octets, std::string body, turn method_turn);
   // The channel is gone: requeue outstanding deliveries, stop consumers (remove_consumer each).
   // Nothing may be sent any more. Called once.
   void closed();

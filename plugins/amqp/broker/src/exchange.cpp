@@ -48,7 +48,7 @@ void declared(channel_context& ctx, bool no_wait) {
   if (!no_wait) ctx.reply(wire::exchange_declare_ok{});
 }
 
-void declare_passive(channel_context& ctx, const wire::exchange_declare& m, turn held) {
+void declare_passive(channel_context& ctx, const wire::exchange_declare& m, turn method_turn) {
   const std::string name = m.exchange;
   if (name.empty()) return declared(ctx, m.no_wait);  // the default exchange always exists
   // A name reserved to the bus is looked up like any other, and not found.
@@ -59,7 +59,7 @@ void declare_passive(channel_context& ctx, const wire::exchange_declare& m, turn
   // A question about the bucket: a mirror hit may be an exchange another replica just deleted.
   const bool standard = routing::is_standard_exchange(name);
   find_entry(ctx, standard, routing::exchange_key(name), declare_key,
-             [&ctx, name, no_wait = m.no_wait, held](bool present) {
+             [&ctx, name, no_wait = m.no_wait, method_turn](bool present) {
                if (!present) {
                  return ctx.fail(wire::reply_code::not_found,
                                  "no exchange " + quoted(name) +
@@ -75,12 +75,12 @@ void deleted(channel_context& ctx, bool no_wait) {
 }
 
 // Local first, then the bucket (which also drops the exchange's bindings from every queue).
-void remove_exchange(channel_context& ctx, const std::string& name, bool no_wait, turn held) {
+void remove_exchange(channel_context& ctx, const std::string& name, bool no_wait, turn method_turn) {
   ctx.state().write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
   broker* b = &ctx.state();
   ctx.run_on_bus(
       delete_key, [b, bus = ctx.bus_ptr(), name] { return store::remove_entry(*b, *bus, routing::exchange_key(name)); },
-      [&ctx, no_wait, held](std::optional<store::failure> failed) {
+      [&ctx, no_wait, method_turn](std::optional<store::failure> failed) {
         if (failed) return bus_failed(ctx, *failed, delete_key);
         deleted(ctx, no_wait);
       });
@@ -88,8 +88,8 @@ void remove_exchange(channel_context& ctx, const std::string& name, bool no_wait
 
 }  // namespace
 
-void on_exchange_declare(channel_context& ctx, wire::exchange_declare m, turn held) {
-  if (m.passive) return declare_passive(ctx, m, std::move(held));
+void on_exchange_declare(channel_context& ctx, wire::exchange_declare m, turn method_turn) {
+  if (m.passive) return declare_passive(ctx, m, std::move(method_turn));
   auto kind = routing::parse_exchange_kind(m.type);
   if (!kind) return refuse(ctx, kind.error(), declare_key);
   if (auto bad = routing::check_new_name(names(ctx), "exchange", m.exchange)) return refuse(ctx, *bad, declare_key);
@@ -105,7 +105,7 @@ void on_exchange_declare(channel_context& ctx, wire::exchange_declare m, turn he
   broker* b = &ctx.state();
   ctx.run_on_bus(
       declare_key, [b, bus = ctx.bus_ptr(), name, wanted] { return store::create_exchange(*b, *bus, name, wanted); },
-      [&ctx, name, wanted, no_wait = m.no_wait, held](store::create_outcome<routing::exchange_def> outcome) {
+      [&ctx, name, wanted, no_wait = m.no_wait, method_turn](store::create_outcome<routing::exchange_def> outcome) {
         if (auto* f = std::get_if<store::failure>(&outcome)) {
           ctx.state().write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
           return bus_failed(ctx, *f, declare_key);
@@ -119,7 +119,7 @@ void on_exchange_declare(channel_context& ctx, wire::exchange_declare m, turn he
       });
 }
 
-void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m, turn held) {
+void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m, turn method_turn) {
   const std::string name = m.exchange;
   if (name.empty() || routing::is_standard_exchange(name)) {
     return ctx.fail(wire::reply_code::access_refused,
@@ -132,13 +132,13 @@ void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m, turn hel
   if (auto bad = routing::check_new_name(names(ctx), "exchange", name)) return refuse(ctx, *bad, delete_key);
 
   find_entry(ctx, find(ctx, name).has_value(), routing::exchange_key(name), delete_key,
-             [&ctx, name, m, held](bool present) {
+             [&ctx, name, m, method_turn](bool present) {
                if (!present) return deleted(ctx, m.no_wait);  // RabbitMQ: deleting what is absent succeeds
-               if (!m.if_unused) return remove_exchange(ctx, name, m.no_wait, held);
+               if (!m.if_unused) return remove_exchange(ctx, name, m.no_wait, method_turn);
                // "Unused" is the bucket's answer: a binding made through another replica counts.
                ctx.run_on_bus(
                    delete_key, [bus = ctx.bus_ptr(), name] { return store::exchange_in_use(*bus, name); },
-                   [&ctx, name, no_wait = m.no_wait, held](std::variant<bool, store::failure> in_use) {
+                   [&ctx, name, no_wait = m.no_wait, method_turn](std::variant<bool, store::failure> in_use) {
                      if (auto* f = std::get_if<store::failure>(&in_use)) return bus_failed(ctx, *f, delete_key);
                      if (std::get<bool>(in_use)) {
                        return ctx.fail(wire::reply_code::precondition_failed,
@@ -147,7 +147,7 @@ void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m, turn hel
                                            "without if-unused",
                                        delete_key);
                      }
-                     remove_exchange(ctx, name, no_wait, held);
+                     remove_exchange(ctx, name, no_wait, method_turn);
                    });
              });
 }

@@ -11,15 +11,15 @@ class channel_context;
 class turn;
 
 // exchange.cpp
-void on_exchange_declare(channel_context& ctx, wire::exchange_declare m, turn held);
-void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m, turn held);
+void on_exchange_declare(channel_context& ctx, wire::exchange_declare m, turn method_turn);
+void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m, turn method_turn);
 
 // queue.cpp
-void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn held);
-void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn held);
-void on_queue_unbind(channel_context& ctx, wire::queue_unbind m, turn held);
-void on_queue_purge(channel_context& ctx, wire::queue_purge m, turn held);
-void on_queue_delete(channel_context& ctx, wire::queue_delete_ m, turn held);
+void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn method_turn);
+void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn method_turn);
+void on_queue_unbind(channel_context& ctx, wire::queue_unbind m, turn method_turn);
+void on_queue_purge(channel_context& ctx, wire::queue_purge m, turn method_turn);
+void on_queue_delete(channel_context& ctx, wire::queue_delete_ m, turn method_turn);
 
 // channel_flow.cpp: channel.flow and confirm.select (the two channel-mode switches)
 void on_channel_flow(channel_context& ctx, wire::channel_flow m);

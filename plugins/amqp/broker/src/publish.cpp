@@ -46,21 +46,21 @@ void send_confirms(channel_context& ctx, const std::vector<publish_confirms::con
 }
 
 // The bus's answers arrive one at a time, each posted to the channel's executor, but in
-// bursts: hold what they make sendable and send it once the answers already queued behind
+// bursts: stage what they make sendable and send it once the answers already queued behind
 // this one have been recorded too, as a few `multiple` confirms (publish_confirms.hpp).
 void confirm_soon(basic_state& s, const std::vector<publish_confirms::confirm>& frames) {
-  if (!s.confirms.hold(frames)) return;
+  if (!s.confirms.stage(frames)) return;
   boost::asio::post(s.ctx.executor(), [&s, weak = s.ctx.weak_from_this()] {
     auto alive = weak.lock();
     if (!alive || !s.ctx.is_open()) return;  // nobody to tell any more
-    send_confirms(s.ctx, s.confirms.take_held());
+    send_confirms(s.ctx, s.confirms.take_staged());
   });
 }
 
-// Sends at once, after anything still held, so that confirms keep their order.
+// Sends at once, after anything still staged, so that confirms keep their order.
 void confirm_now(basic_state& s, const std::vector<publish_confirms::confirm>& frames) {
-  s.confirms.hold(frames);
-  send_confirms(s.ctx, s.confirms.take_held());
+  s.confirms.stage(frames);
+  send_confirms(s.ctx, s.confirms.take_staged());
 }
 
 // basic.return 312 NO_ROUTE with the publisher's own properties and body, as one unit.
@@ -91,7 +91,7 @@ void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus
   // A refusal of the user closes the channel, as RabbitMQ refuses a publish to an exchange the
   // user may not write; under confirms anything else is a nack.
   if (seq != 0 && (stored || stored.error().kind != bus::bus_errc::denied)) {
-    confirm_soon(s, s.confirms.settle(seq, stored ? publish_confirms::outcome::ack
+    confirm_soon(s, s.confirms.record(seq, stored ? publish_confirms::outcome::ack
                                                   : publish_confirms::outcome::nack));
     return;
   }
@@ -168,7 +168,7 @@ void publish_direct_reply(basic_state& s, const wire::basic_publish& m, std::str
   auto subject = routing::direct_reply_subject(m.routing_key);
   if (!subject) {  // not an address this adaptor handed out: nobody can be there
     if (m.mandatory) return_unroutable(chan, m, property_octets, body);
-    if (seq != 0) confirm_now(s, s.confirms.settle(seq, publish_confirms::outcome::ack));
+    if (seq != 0) confirm_now(s, s.confirms.record(seq, publish_confirms::outcome::ack));
     return;
   }
   const std::size_t cost = count_in_flight(s, property_octets, body);
@@ -255,17 +255,17 @@ void trim(basic_state& s, std::shared_ptr<limited_publish> p, std::function<void
                    });
 }
 
-void store_limited(basic_state& s, std::shared_ptr<limited_publish> p, turn held) {
+void store_limited(basic_state& s, std::shared_ptr<limited_publish> p, turn method_turn) {
   auto& chan = s.ctx;
   const std::size_t cost = count_in_flight(s, p->property_octets, p->body);
   chan.bus().publish(
       p->subject, bus::base64_encode(p->property_octets), p->body, chan.executor(),
-      [&s, weak = chan.weak_from_this(), p, cost, held](bus::bus_status stored) {
+      [&s, weak = chan.weak_from_this(), p, cost, method_turn](bus::bus_status stored) {
         auto alive = weak.lock();
         if (!alive) return;
-        auto done = [&s, p, cost, stored, held]() mutable {
+        auto done = [&s, p, cost, stored, method_turn]() mutable {
           publish_done(s, p->seq, cost, stored, p->subject);
-          held.end();
+          method_turn.end();
         };
         if (!stored || s.ctx.is_closed()) return done();
         trim(s, p, std::move(done));
@@ -275,7 +275,7 @@ void store_limited(basic_state& s, std::shared_ptr<limited_publish> p, turn held
 // reject-publish: the full queues do not take it (reject-publish-dlx dead-letters it from them),
 // every other queue the route reaches does, by its own name, and the publisher is nacked.
 void reject_limited(basic_state& s, const std::shared_ptr<limited_publish>& p, const std::vector<std::string>& full,
-                    turn held) {
+                    turn method_turn) {
   auto& chan = s.ctx;
   auto& b = chan.state();
   for (const auto& q : full) {
@@ -291,9 +291,9 @@ void reject_limited(basic_state& s, const std::shared_ptr<limited_publish>& p, c
   std::vector<std::string> others;
   for (const auto& q : reached)
     if (std::find(full.begin(), full.end(), q) == full.end()) others.push_back(q);
-  auto finish = [&s, p, held]() mutable {
-    if (p->seq != 0) confirm_now(s, s.confirms.settle(p->seq, publish_confirms::outcome::nack));
-    held.end();
+  auto finish = [&s, p, method_turn]() mutable {
+    if (p->seq != 0) confirm_now(s, s.confirms.record(p->seq, publish_confirms::outcome::nack));
+    method_turn.end();
   };
   if (others.empty()) return finish();
   // Once every other queue has its copy, the drop-head ones among them are trimmed as usual.
@@ -311,28 +311,28 @@ void reject_limited(basic_state& s, const std::shared_ptr<limited_publish>& p, c
   }
 }
 
-void publish_limited(basic_state& s, std::shared_ptr<limited_publish> p, turn held) {
-  s.ctx.basic().after_publishes([&s, p, held] {
+void publish_limited(basic_state& s, std::shared_ptr<limited_publish> p, turn method_turn) {
+  s.ctx.basic().after_publishes([&s, p, method_turn] {
     const auto judged = queues_with(p->limits, false);
-    if (judged.empty()) return store_limited(s, p, held);
+    if (judged.empty()) return store_limited(s, p, method_turn);
     broker* b = &s.ctx.state();
     s.ctx.run_on_bus(during, [b, bus = s.ctx.bus_ptr(), judged] { return ready_counts(*b, *bus, judged, false); },
-                     [&s, p, judged, held](counts_or_failure counted) {
+                     [&s, p, judged, method_turn](counts_or_failure counted) {
                        if (auto* f = std::get_if<store::failure>(&counted)) return bus_failed(s.ctx, *f, during);
                        const auto& ready = std::get<std::vector<std::uint64_t>>(counted);
                        std::vector<std::string> full;
                        for (std::size_t i = 0; i < judged.size(); ++i) {
                          if (ready[i] >= limit_of(*p, judged[i]).max_length) full.push_back(judged[i]);
                        }
-                       if (full.empty()) return store_limited(s, p, held);
-                       reject_limited(s, p, full, held);
+                       if (full.empty()) return store_limited(s, p, method_turn);
+                       reject_limited(s, p, full, method_turn);
                      });
   });
 }
 
 }  // namespace
 
-void basic_class::on_publish(wire::basic_publish m, std::string property_octets, std::string body, turn held) {
+void basic_class::on_publish(wire::basic_publish m, std::string property_octets, std::string body, turn method_turn) {
   auto& ctx = state_->ctx;
   if (m.immediate) {
     ctx.fail(wire::reply_code::not_implemented,
@@ -377,7 +377,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
       // Stored nowhere, returned when mandatory; under confirms still acked (a return is not a
       // failure to publish).
       if (m.mandatory) return_unroutable(chan, m, property_octets, body);
-      if (seq != 0) confirm_now(s, s.confirms.settle(seq, publish_confirms::outcome::ack));
+      if (seq != 0) confirm_now(s, s.confirms.record(seq, publish_confirms::outcome::ack));
       return;
     }
     if (auto limits = limits_reached(chan.state(), m.exchange, m.routing_key); !limits.empty()) {
@@ -396,12 +396,12 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
   };
 
   if (auto def = exchange_in_mirror(ctx, m.exchange)) {
-    publish(*def, std::move(held));
+    publish(*def, std::move(method_turn));
     return;
   }
   // A mirror miss may be another replica's declaration still on its way (HIP-1326 §1).
   find_entry(ctx, false, routing::exchange_key(m.exchange), during,
-             [&ctx, name = m.exchange, publish = std::move(publish), held](bool present) mutable {
+             [&ctx, name = m.exchange, publish = std::move(publish), method_turn](bool present) mutable {
                auto def = present ? exchange_in_mirror(ctx, name) : std::nullopt;
                // A name no exchange can have says why (a headers exchange, a dot under hip).
                if (auto bad = def ? std::nullopt : routing::check_name(names(ctx), "exchange", name);
@@ -416,7 +416,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
                           during);
                  return;
                }
-               publish(*def, held);
+               publish(*def, method_turn);
              });
 }
 

@@ -106,15 +106,15 @@ count_or_failure pending_or_heal(broker& b, bus::client& bus, const std::string&
   return std::uint64_t{0};
 }
 
-void answer_declare(channel_context& ctx, const std::string& name, bool no_wait, turn held) {
+void answer_declare(channel_context& ctx, const std::string& name, bool no_wait, turn method_turn) {
   static constexpr auto key = wire::queue_declare::key;
   ctx.last_queue = name;
   broker* b = &ctx.state();
   b->note_use(name, broker::use::declare);  // a passive one too, as RabbitMQ counts it
   // Counted once this channel's publishes so far are stored, as RabbitMQ counts them.
-  ctx.basic().after_publishes([&ctx, b, name, no_wait, held] {
+  ctx.basic().after_publishes([&ctx, b, name, no_wait, method_turn] {
     ctx.run_on_bus(key, [b, bus = ctx.bus_ptr(), name] { return pending_or_heal(*b, *bus, name); },
-                   [&ctx, name, no_wait, held](count_or_failure pending) {
+                   [&ctx, name, no_wait, method_turn](count_or_failure pending) {
                      if (auto* f = std::get_if<store::failure>(&pending)) return bus_failed(ctx, *f, key);
                      if (!no_wait) {
                        ctx.reply(wire::queue_declare_ok{name, clamp32(std::get<std::uint64_t>(pending)),
@@ -176,7 +176,7 @@ create_result create_on_bus(broker& b, bus::client& bus, const std::string& name
 }
 
 void declare_new(channel_context& ctx, const std::string& name, const routing::queue_def& wanted,
-                 bool no_wait, turn held) {
+                 bool no_wait, turn method_turn) {
   static constexpr auto key = wire::queue_declare::key;
   auto& b = ctx.state();
   if (wanted.exclusive) b.claim_exclusive(name, ctx.connection_id());
@@ -187,7 +187,7 @@ void declare_new(channel_context& ctx, const std::string& name, const routing::q
   broker* bp = &b;
   ctx.run_on_bus(
       key, [bp, bus = ctx.bus_ptr(), name, wanted] { return create_on_bus(*bp, *bus, name, wanted); },
-      [&ctx, name, wanted, no_wait, held](create_result outcome) {
+      [&ctx, name, wanted, no_wait, method_turn](create_result outcome) {
         auto& state = ctx.state();
         if (auto* f = std::get_if<store::failure>(&outcome)) {
           state.forget_queue(name);
@@ -206,13 +206,13 @@ void declare_new(channel_context& ctx, const std::string& name, const routing::q
         } else if (store::is_transient(wanted)) {
           state.remember_transient(routing::queue_key(name));
         }
-        answer_declare(ctx, name, no_wait, held);
+        answer_declare(ctx, name, no_wait, method_turn);
       });
 }
 
 }  // namespace
 
-void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn held) {
+void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn method_turn) {
   static constexpr auto key = wire::queue_declare::key;
   std::string name = m.queue;
   const bool server_named = name.empty() && !m.passive;
@@ -236,7 +236,7 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn held) {
   if (bad) return refuse(ctx, *bad, key);
   if (m.passive) {
     return with_queue(
-        ctx, name, key, [&ctx, name, no_wait = m.no_wait, held] { answer_declare(ctx, name, no_wait, held); },
+        ctx, name, key, [&ctx, name, no_wait = m.no_wait, method_turn] { answer_declare(ctx, name, no_wait, method_turn); },
         /*ask_bucket=*/true);
   }
   if (auto refused = refused_queue_argument(m.arguments))
@@ -255,12 +255,12 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn held) {
   }
   if (auto current = find(ctx, name)) {
     if (!equivalent(ctx, name, *current, wanted)) return;
-    return answer_declare(ctx, name, m.no_wait, std::move(held));
+    return answer_declare(ctx, name, m.no_wait, std::move(method_turn));
   }
-  declare_new(ctx, name, wanted, m.no_wait, std::move(held));
+  declare_new(ctx, name, wanted, m.no_wait, std::move(method_turn));
 }
 
-void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn held) {
+void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn method_turn) {
   static constexpr auto key = wire::queue_bind::key;
   auto queue = queue_name(ctx, m.queue, key);
   if (!queue) return;
@@ -273,9 +273,9 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn held) {
   }
   if (auto bad = routing::check_name(names(ctx), "exchange", exchange)) return refuse(ctx, *bad, key);
 
-  with_queue(ctx, *queue, key, [&ctx, queue = *queue, exchange, m, held] {
+  with_queue(ctx, *queue, key, [&ctx, queue = *queue, exchange, m, method_turn] {
     find_entry(ctx, find_exchange(ctx, exchange).has_value(), routing::exchange_key(exchange), key,
-               [&ctx, queue, exchange, m, held](bool present) {
+               [&ctx, queue, exchange, m, method_turn](bool present) {
                  auto kind = find_exchange(ctx, exchange);
                  if (!present || !kind) {
                    return ctx.fail(wire::reply_code::not_found,
@@ -290,10 +290,10 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn held) {
                  // A binding routes what is published after it, this channel's earlier publishes
                  // not. The mirror learns it from the bucket write, with its window.
                  broker* b = &ctx.state();
-                 ctx.basic().after_publishes([&ctx, b, queue, exchange, m, held] {
+                 ctx.basic().after_publishes([&ctx, b, queue, exchange, m, method_turn] {
                    ctx.run_on_bus(
                        key, [b, bus = ctx.bus_ptr(), queue, exchange, m] { return store::add_binding(*b, *bus, queue, exchange, m.routing_key); },
-                       [&ctx, queue, no_wait = m.no_wait, held](std::variant<store::update_status, store::failure> r) {
+                       [&ctx, queue, no_wait = m.no_wait, method_turn](std::variant<store::update_status, store::failure> r) {
                          if (auto* f = std::get_if<store::failure>(&r)) return bus_failed(ctx, *f, key);
                          if (std::get<store::update_status>(r) == store::update_status::absent) {
                            return no_queue(ctx, queue, key);  // deleted meanwhile
@@ -305,7 +305,7 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn held) {
   });
 }
 
-void on_queue_unbind(channel_context& ctx, wire::queue_unbind m, turn held) {
+void on_queue_unbind(channel_context& ctx, wire::queue_unbind m, turn method_turn) {
   static constexpr auto key = wire::queue_unbind::key;
   auto queue = queue_name(ctx, m.queue, key);
   if (!queue) return;
@@ -318,9 +318,9 @@ void on_queue_unbind(channel_context& ctx, wire::queue_unbind m, turn held) {
   }
   if (auto bad = routing::check_name(names(ctx), "exchange", exchange)) return refuse(ctx, *bad, key);
 
-  with_queue(ctx, *queue, key, [&ctx, queue = *queue, exchange, m, held] {
+  with_queue(ctx, *queue, key, [&ctx, queue = *queue, exchange, m, method_turn] {
     find_entry(ctx, find_exchange(ctx, exchange).has_value(), routing::exchange_key(exchange), key,
-               [&ctx, queue, exchange, m, held](bool present) {
+               [&ctx, queue, exchange, m, method_turn](bool present) {
                  if (!present) {
                    return ctx.fail(wire::reply_code::not_found,
                                    "no exchange " + quoted(exchange) + in_vhost(ctx), key);
@@ -328,10 +328,10 @@ void on_queue_unbind(channel_context& ctx, wire::queue_unbind m, turn held) {
                  broker* b = &ctx.state();
                  // Unbinding what is not bound succeeds, as in RabbitMQ. What this channel
                  // published before stays routed through the binding.
-                 ctx.basic().after_publishes([&ctx, b, queue, exchange, m, held] {
+                 ctx.basic().after_publishes([&ctx, b, queue, exchange, m, method_turn] {
                    ctx.run_on_bus(
                        key, [b, bus = ctx.bus_ptr(), queue, exchange, m] { return store::remove_binding(*b, *bus, queue, exchange, m.routing_key); },
-                       [&ctx, held](std::optional<store::failure> failed) {
+                       [&ctx, method_turn](std::optional<store::failure> failed) {
                          if (failed) return bus_failed(ctx, *failed, key);
                          ctx.reply(wire::queue_unbind_ok{});
                        });
@@ -340,18 +340,18 @@ void on_queue_unbind(channel_context& ctx, wire::queue_unbind m, turn held) {
   });
 }
 
-void on_queue_purge(channel_context& ctx, wire::queue_purge m, turn held) {
+void on_queue_purge(channel_context& ctx, wire::queue_purge m, turn method_turn) {
   static constexpr auto key = wire::queue_purge::key;
   auto queue = queue_name(ctx, m.queue, key);
   if (!queue) return;
-  with_queue(ctx, *queue, key, [&ctx, queue = *queue, no_wait = m.no_wait, held] {
+  with_queue(ctx, *queue, key, [&ctx, queue = *queue, no_wait = m.no_wait, method_turn] {
     broker* b = &ctx.state();
     // What this channel published before the purge is purged too.
-    ctx.basic().after_publishes([&ctx, b, queue, no_wait, held] {
+    ctx.basic().after_publishes([&ctx, b, queue, no_wait, method_turn] {
       ctx.run_on_bus(
           key,
           [b, bus = ctx.bus_ptr(), queue] { return store::purge(*b, *bus, queue); },
-          [&ctx, no_wait, held](count_or_failure purged) {
+          [&ctx, no_wait, method_turn](count_or_failure purged) {
             if (auto* f = std::get_if<store::failure>(&purged)) return bus_failed(ctx, *f, key);
             if (!no_wait) ctx.reply(wire::queue_purge_ok{clamp32(std::get<std::uint64_t>(purged))});
           });
@@ -359,15 +359,15 @@ void on_queue_purge(channel_context& ctx, wire::queue_purge m, turn held) {
   });
 }
 
-void on_queue_delete(channel_context& ctx, wire::queue_delete_ m, turn held) {
+void on_queue_delete(channel_context& ctx, wire::queue_delete_ m, turn method_turn) {
   static constexpr auto key = wire::queue_delete_::key;
   auto queue = queue_name(ctx, m.queue, key);
   if (!queue) return;
   if (!usable(ctx, *queue, key)) return;
   find_entry(ctx, find(ctx, *queue).has_value(), routing::queue_key(*queue), key,
-             [&ctx, queue = *queue, m, held](bool present) {
+             [&ctx, queue = *queue, m, method_turn](bool present) {
                // Carries the turn: the queue.delete is answered when its last copy is gone.
-               auto answer = [&ctx, no_wait = m.no_wait, held](std::uint64_t count) {
+               auto answer = [&ctx, no_wait = m.no_wait, method_turn](std::uint64_t count) {
                  if (!no_wait) ctx.reply(wire::queue_delete_ok{clamp32(count)});
                };
                if (!present) return answer(0);  // RabbitMQ: deleting what is absent succeeds

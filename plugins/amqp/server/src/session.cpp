@@ -316,7 +316,7 @@ void session::handle_header(std::uint16_t id, channel_slot& slot, const wire::fr
                         "; split the message or raise CLOUD_PUBSUB_MAX_PAYLOAD",
                     publish_key);
       return;
-    case content_assembly::outcome::complete: deliver(slot); return;
+    case content_assembly::outcome::complete: hand_publish_to_broker(slot); return;
     case content_assembly::outcome::incomplete:
     case content_assembly::outcome::overrun: return;
   }
@@ -338,13 +338,13 @@ void session::handle_body(std::uint16_t id, channel_slot& slot, const wire::fram
                                " octets their content header declared",
                            publish_key);
       return;
-    case content_assembly::outcome::complete: deliver(slot); return;
+    case content_assembly::outcome::complete: hand_publish_to_broker(slot); return;
     case content_assembly::outcome::incomplete:
     case content_assembly::outcome::too_large: return;
   }
 }
 
-void session::deliver(channel_slot& slot) {
+void session::hand_publish_to_broker(channel_slot& slot) {
   auto publish = slot.content.take();
   call_broker(wire::basic_publish::key, [&] {
     slot.channel->on_publish(std::move(publish.method), std::move(publish.property_octets),

@@ -126,7 +126,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   void handle_channel_method(std::uint16_t id, channel_slot& slot, wire::method m);
   void handle_header(std::uint16_t id, channel_slot& slot, const wire::frame_view& f);
   void handle_body(std::uint16_t id, channel_slot& slot, const wire::frame_view& f);
-  void deliver(channel_slot& slot);
+  void hand_publish_to_broker(channel_slot& slot);  // its content is complete
   void open_channel(std::uint16_t id);
   void client_closed_channel(std::uint16_t id);
   void notify_closed(channel_slot& slot);

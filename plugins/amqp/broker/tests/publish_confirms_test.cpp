@@ -1,6 +1,5 @@
 // Unit tests of the two pure pieces of the messaging path: confirm coalescing and the
-// redelivery header. (They sit here because broker/tests is the core's folder; they belong
-// beside publish_confirms.hpp and delivery.hpp and can move there unchanged.)
+// redelivery header.
 #include <doctest/doctest.h>
 
 #include <span>
@@ -20,50 +19,50 @@ std::vector<std::uint64_t> issue(publish_confirms& c, int n) {
 }
 }  // namespace
 
-TEST_CASE("confirms in order are sent one by one as they settle") {
+TEST_CASE("confirms in order are sent one by one as the bus answers") {
   publish_confirms c;
   c.select();
   issue(c, 2);
-  CHECK(c.settle(1, outcome::ack) == std::vector<confirm>{{outcome::ack, 1, false}});
-  CHECK(c.settle(2, outcome::ack) == std::vector<confirm>{{outcome::ack, 2, false}});
+  CHECK(c.record(1, outcome::ack) == std::vector<confirm>{{outcome::ack, 1, false}});
+  CHECK(c.record(2, outcome::ack) == std::vector<confirm>{{outcome::ack, 2, false}});
   CHECK(c.unconfirmed() == 0);
 }
 
-TEST_CASE("settlements above a gap wait, then go out as one multiple ack") {
+TEST_CASE("answers above a gap wait, then go out as one multiple ack") {
   publish_confirms c;
   c.select();
   issue(c, 4);
-  CHECK(c.settle(3, outcome::ack).empty());
-  CHECK(c.settle(2, outcome::ack).empty());
-  CHECK(c.settle(1, outcome::ack) == std::vector<confirm>{{outcome::ack, 3, true}});
+  CHECK(c.record(3, outcome::ack).empty());
+  CHECK(c.record(2, outcome::ack).empty());
+  CHECK(c.record(1, outcome::ack) == std::vector<confirm>{{outcome::ack, 3, true}});
   CHECK(c.unconfirmed() == 1);
-  CHECK(c.settle(4, outcome::ack) == std::vector<confirm>{{outcome::ack, 4, false}});
+  CHECK(c.record(4, outcome::ack) == std::vector<confirm>{{outcome::ack, 4, false}});
 }
 
-TEST_CASE("held confirms of one burst merge per outcome and keep their order") {
+TEST_CASE("staged confirms of one burst merge per outcome and keep their order") {
   publish_confirms c;
   c.select();
   issue(c, 4);
-  CHECK(c.hold(c.settle(1, outcome::ack)));  // the first hold asks for a flush
-  CHECK_FALSE(c.hold(c.settle(2, outcome::ack)));
-  CHECK_FALSE(c.hold(c.settle(3, outcome::nack)));
-  CHECK_FALSE(c.hold(c.settle(4, outcome::ack)));
-  CHECK(c.take_held() == std::vector<confirm>{{outcome::ack, 2, true}, {outcome::nack, 3, false},
+  CHECK(c.stage(c.record(1, outcome::ack)));  // the first stage asks for a flush
+  CHECK_FALSE(c.stage(c.record(2, outcome::ack)));
+  CHECK_FALSE(c.stage(c.record(3, outcome::nack)));
+  CHECK_FALSE(c.stage(c.record(4, outcome::ack)));
+  CHECK(c.take_staged() == std::vector<confirm>{{outcome::ack, 2, true}, {outcome::nack, 3, false},
                                               {outcome::ack, 4, false}});
-  CHECK(c.take_held().empty());
+  CHECK(c.take_staged().empty());
   CHECK(c.unconfirmed() == 0);
-  CHECK_FALSE(c.hold({}));  // nothing to send: no flush
+  CHECK_FALSE(c.stage({}));  // nothing to send: no flush
 }
 
 TEST_CASE("a nack in the middle splits the run: multiple never covers a different outcome") {
   publish_confirms c;
   c.select();
   issue(c, 5);
-  CHECK(c.settle(5, outcome::ack).empty());
-  CHECK(c.settle(4, outcome::ack).empty());
-  CHECK(c.settle(3, outcome::nack).empty());
-  CHECK(c.settle(2, outcome::ack).empty());
-  CHECK(c.settle(1, outcome::ack) == std::vector<confirm>{{outcome::ack, 2, true},
+  CHECK(c.record(5, outcome::ack).empty());
+  CHECK(c.record(4, outcome::ack).empty());
+  CHECK(c.record(3, outcome::nack).empty());
+  CHECK(c.record(2, outcome::ack).empty());
+  CHECK(c.record(1, outcome::ack) == std::vector<confirm>{{outcome::ack, 2, true},
                                                           {outcome::nack, 3, false},
                                                           {outcome::ack, 5, true}});
 }
@@ -72,9 +71,9 @@ TEST_CASE("a duplicate or foreign settlement is ignored") {
   publish_confirms c;
   c.select();
   issue(c, 1);
-  CHECK(c.settle(1, outcome::ack).size() == 1);
-  CHECK(c.settle(1, outcome::nack).empty());
-  CHECK(c.settle(7, outcome::ack).empty());
+  CHECK(c.record(1, outcome::ack).size() == 1);
+  CHECK(c.record(1, outcome::nack).empty());
+  CHECK(c.record(7, outcome::ack).empty());
 }
 
 TEST_CASE("a first delivery passes the property octets verbatim") {
