@@ -269,10 +269,11 @@ class get_request final : public std::enable_shared_from_this<get_request> {
     s_.ctx.fail(reply.code, reply.text, wire::basic_get::key);
   }
 
-  // Answered: the channel's next method may run.
+  // Answered: the channel's next method may run, at once (it may be another basic.get, so this
+  // one is out of s_.get first).
   void finish() {
-    turn_.end();
     auto keep = std::move(s_.get);  // destroys this object (and its puller) when the scope ends
+    turn_.end();
   }
 
   basic_state& s_;

@@ -10,25 +10,16 @@
 #include <utility>  // before Asio: see platform-notes (Boost 1.74 awaitable.hpp with g++ 12)
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <set>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <vector>
+#include <variant>
 
 #include "amqp/broker/broker.hpp"
 #include "amqp/bus/client.hpp"
@@ -41,7 +32,45 @@
 
 namespace amqp::broker {
 
-class turn;
+// ---------------------------------------------------------------------------------------------
+// turn: a method's turn on its channel. The channel's methods are answered in arrival order:
+// the next one starts when this one's turn ends, at the first end() of any copy, or when the
+// last copy is gone. A handler that answers at once just returns; one that answers from a
+// continuation carries a copy into it. So a method ends exactly once, and a continuation
+// dropped because the channel closed ends it too.
+// ---------------------------------------------------------------------------------------------
+class turn {
+ public:
+  turn() = default;  // no method's: ending it does nothing
+  // The method is answered (its continuation may go on, e.g. a publish waiting for the bus).
+  void end() {
+    if (state_) state_->end();
+  }
+
+ private:
+  friend class channel_context;
+  struct state {
+    explicit state(std::function<void()> n) : next(std::move(n)) {}
+    state(const state&) = delete;
+    state& operator=(const state&) = delete;
+    ~state() { end(); }
+    void end() {
+      if (auto n = std::exchange(next, nullptr)) n();
+    }
+    std::function<void()> next;
+  };
+  explicit turn(std::function<void()> next) : state_(std::make_shared<state>(std::move(next))) {}
+  std::shared_ptr<state> state_;
+};
+
+// Where a channel is in its life, as the broker sees it. Only forward: open → failed → closed,
+// or open → closed.
+enum class channel_phase {
+  open,    // methods run and are answered
+  failed,  // this side raised a channel or connection exception: nothing more goes out
+  closed,  // closed() ran (either side closed it, or the connection ended): consumers stopped,
+           // outstanding deliveries requeued
+};
 
 // ---------------------------------------------------------------------------------------------
 // basic_class: the basic/confirm engineer's half of a channel (basic*.cpp, consumer*, delivery*,
@@ -88,46 +117,6 @@ class basic_class {
  private:
   struct state;
   std::unique_ptr<state> state_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// turn: a method's turn on its channel. The channel's methods are answered in arrival order:
-// the next one starts when this one's turn ends, at the first end() of any copy, or when the
-// last copy is gone. A handler that answers at once just returns; one that answers from a
-// continuation carries a copy into it. So a method ends exactly once, and a continuation
-// dropped because the channel closed ends it too.
-// ---------------------------------------------------------------------------------------------
-class turn {
- public:
-  turn() = default;  // no method's: ending it does nothing
-  // The method is answered (its continuation may go on, e.g. a publish waiting for the bus).
-  void end() {
-    if (state_) state_->end();
-  }
-
- private:
-  friend class channel_context;
-  struct state {
-    explicit state(std::function<void()> n) : next(std::move(n)) {}
-    state(const state&) = delete;
-    state& operator=(const state&) = delete;
-    ~state() { end(); }
-    void end() {
-      if (auto n = std::exchange(next, nullptr)) n();
-    }
-    std::function<void()> next;
-  };
-  explicit turn(std::function<void()> next) : state_(std::make_shared<state>(std::move(next))) {}
-  std::shared_ptr<state> state_;
-};
-
-// Where a channel is in its life, as the broker sees it. Only forward: open → failed → closed,
-// or open → closed.
-enum class channel_phase {
-  open,    // methods run and are answered
-  failed,  // this side raised a channel or connection exception: nothing more goes out
-  closed,  // closed() ran (either side closed it, or the connection ended): consumers stopped,
-           // outstanding deliveries requeued
 };
 
 // ---------------------------------------------------------------------------------------------

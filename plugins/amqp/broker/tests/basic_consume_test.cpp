@@ -239,6 +239,23 @@ TEST_CASE("basic.get answers get-ok with the next message and how many remain, s
   CHECK(h.bus->settlements_of(kind::nak).size() == 1);
 }
 
+TEST_CASE("pipelined basic.gets are answered one after the other, in order, each with its own message") {
+  harness h;
+  h.open();
+  h.declare("q");
+  h.fill("q", 3);
+  for (int i = 0; i < 4; ++i) h.method(wire::basic_get{0, "q", false});  // sent before any answer
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_get_ok>() + h.count<wire::basic_get_empty>() == 4; }));
+  const auto oks = h.all<wire::basic_get_ok>();
+  REQUIRE(oks.size() == 3);
+  CHECK(oks[0].delivery_tag == 1);
+  CHECK(oks[1].delivery_tag == 2);
+  CHECK(oks[2].delivery_tag == 3);
+  CHECK(h.method_names(1).back() == "basic.get-empty");  // the fourth found the queue empty
+  CHECK(h.delivered_bodies(1).empty());                  // get-ok is not a delivery
+  CHECK(h.conn.exceptions.empty());
+}
+
 TEST_CASE("basic.get on an empty queue answers get-empty at once") {
   harness h;
   h.open();
