@@ -24,6 +24,18 @@ std::uint32_t largest_request(harness& h) {
   return most;
 }
 
+// No-ack: `n` messages were acked on the bus as they were handed over, nothing of queue q is
+// left unsettled, and tag 1 is not the client's to settle (406).
+void acked_at_once(harness& h, std::size_t n) {
+  h.settle();
+  CHECK(h.bus->settlements_of(kind::ack).size() == n);
+  CHECK(h.bus->unsettled(consumer_of("q")) == 0);
+  h.method(wire::basic_ack{1, false});
+  h.settle();
+  REQUIRE(h.conn.exceptions.size() == 1);
+  CHECK(h.conn.exceptions[0].code == wire::reply_code::precondition_failed);
+}
+
 }  // namespace
 
 TEST_CASE("with prefetch N exactly N deliveries are in flight, and the next comes only after an ack") {
@@ -100,13 +112,7 @@ TEST_CASE("a no-ack consumer's deliveries are acked on the bus at once and are n
   h.fill("q", 3);
   h.consume("q", "c", true);
   REQUIRE(h.run_until([&] { return h.count<wire::basic_deliver>() == 3; }));
-  h.settle();
-  CHECK(h.bus->settlements_of(kind::ack).size() == 3);
-  CHECK(h.bus->unsettled(consumer_of("q")) == 0);
-  h.method(wire::basic_ack{1, false});
-  h.settle();
-  REQUIRE(h.conn.exceptions.size() == 1);
-  CHECK(h.conn.exceptions[0].code == wire::reply_code::precondition_failed);
+  acked_at_once(h, 3);
 }
 
 TEST_CASE("basic.cancel is answered cancel-ok, nothing is delivered after it, and its deliveries may still be acked") {
@@ -273,11 +279,5 @@ TEST_CASE("basic.get with no-ack acks the message on the bus at once and leaves 
   h.fill("q", 1);
   h.method(wire::basic_get{0, "q", true});
   REQUIRE(h.run_until([&] { return h.count<wire::basic_get_ok>() == 1; }));
-  h.settle();
-  CHECK(h.bus->settlements_of(kind::ack).size() == 1);
-  CHECK(h.bus->unsettled(consumer_of("q")) == 0);
-  h.method(wire::basic_ack{1, false});
-  h.settle();
-  REQUIRE(h.conn.exceptions.size() == 1);
-  CHECK(h.conn.exceptions[0].code == wire::reply_code::precondition_failed);
+  acked_at_once(h, 1);
 }
