@@ -185,7 +185,7 @@ void session::handle_channel_frame(const wire::frame_view& f) {
     return;
   }
   channel_slot& slot = it->second;
-  if (slot.closing) {
+  if (slot.state != slot_state::open) {
     handle_closing_channel(f.channel, slot, f);
     return;
   }
@@ -237,8 +237,8 @@ void session::handle_closing_channel(std::uint16_t id, channel_slot& slot, const
     channels_.erase(id);
   } else if (holds<wire::channel_close>(*decoded)) {
     send_method(id, wire::channel_close_ok{});
-    slot.crossed = true;
-  } else if (holds<wire::channel_open>(*decoded) && slot.crossed) {
+    slot.state = slot_state::crossed;
+  } else if (holds<wire::channel_open>(*decoded) && slot.state == slot_state::crossed) {
     // A client that took our close-ok for the end of both closes opens the id again.
     channels_.erase(id);
     open_channel(id);
@@ -374,14 +374,14 @@ void session::open_channel(std::uint16_t id) {
 
 void session::client_closed_channel(std::uint16_t id) {
   auto it = channels_.find(id);
-  notify_closed(it->second);
+  close_broker_channel(it->second);
   channels_.erase(it);
   send_method(id, wire::channel_close_ok{});
 }
 
-void session::notify_closed(channel_slot& slot) {
-  if (slot.closed_notified) return;
-  slot.closed_notified = true;
+void session::close_broker_channel(channel_slot& slot) {
+  if (slot.state != slot_state::open) return;
+  slot.state = slot_state::closing;
   call_broker({}, [&] { slot.channel->closed(); });
 }
 
@@ -409,10 +409,9 @@ void session::send(std::string frames) {
 void session::close_channel(std::uint16_t channel, wire::reply_code code, std::string sentence,
                             wire::method_key offending) {
   auto it = channels_.find(channel);
-  if (it == channels_.end() || it->second.closing) return;
+  if (it == channels_.end() || it->second.state != slot_state::open) return;
   if (ending()) return;
   channel_slot& slot = it->second;
-  slot.closing = true;
   slot.content.reset();
   wire::channel_close close;
   close.reply_code = static_cast<std::uint16_t>(code);
@@ -420,7 +419,7 @@ void session::close_channel(std::uint16_t channel, wire::reply_code code, std::s
   close.class_id = offending.class_id;
   close.method_id = offending.method_id;
   send_method(channel, close);
-  notify_closed(slot);
+  close_broker_channel(slot);
 }
 
 void session::close_connection(wire::reply_code code, std::string sentence, wire::method_key offending) {

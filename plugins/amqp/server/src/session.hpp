@@ -96,11 +96,16 @@ class session final : public broker::connection_port, public std::enable_shared_
   }
   bool ending() const { return phase_ >= phase::closing; }
 
+  // An open channel id's life; a slot is erased when the channel is closed both ways.
+  enum class slot_state {
+    open,
+    closing,  // the broker's channel is closed (we sent channel.close, or the connection is going):
+              // frames are ignored until close-ok
+    crossed,  // closing, and the client's own channel.close crossed ours and was answered
+  };
   struct channel_slot {
     std::unique_ptr<broker::channel> channel;
-    bool closing = false;          // the server sent channel.close; frames ignored until close-ok
-    bool crossed = false;          // the client's own channel.close crossed ours, and was answered
-    bool closed_notified = false;  // channel::closed() was called
+    slot_state state = slot_state::open;
     content_assembly content;
   };
 
@@ -129,7 +134,8 @@ class session final : public broker::connection_port, public std::enable_shared_
   void hand_publish_to_broker(channel_slot& slot);  // its content is complete
   void open_channel(std::uint16_t id);
   void client_closed_channel(std::uint16_t id);
-  void notify_closed(channel_slot& slot);
+  // The one way out of slot_state::open: the broker's channel is told closed(), once.
+  void close_broker_channel(channel_slot& slot);
   template <class Call> void call_broker(wire::method_key key, Call&& call);
 
   // handshake steps

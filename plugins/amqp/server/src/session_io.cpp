@@ -131,7 +131,7 @@ void session::closed_by_client() {
 }
 
 void session::release_channels() {
-  for (auto& [id, slot] : channels_) notify_closed(slot);
+  for (auto& [id, slot] : channels_) close_broker_channel(slot);
   channels_.clear();
   if (channels_released_) return;
   channels_released_ = true;
