@@ -77,7 +77,14 @@ struct dispatcher {
 class channel_impl final : public channel {
  public:
   channel_impl(std::shared_ptr<broker> b, connection_port& port, std::uint16_t id)
-      : ctx_(std::make_shared<channel_context>(std::move(b), port, id)) {}
+      : ctx_(std::make_shared<channel_context>(std::move(b), port, id)) {
+    // ctx_ may outlive this object (bus work in flight), but a turn that ends after closed()
+    // calls nothing (turn::state::end), and both run on the connection's executor.
+    ctx_->on_turn_end([this] {
+      busy_ = false;
+      pump();
+    });
+  }
 
   ~channel_impl() override { closed(); }
 
@@ -101,9 +108,7 @@ class channel_impl final : public channel {
 
  private:
   // Runs queued items until one is still working. A turn that ends inside a handler only
-  // clears busy_, and the loop continues: no recursion however many methods arrive. The channel
-  // (and so this object) outlives no turn's end: a turn ends on the connection's executor, and
-  // begin_turn's callback runs only while the channel is open.
+  // clears busy_, and the loop continues: no recursion however many methods arrive.
   void pump() {
     if (pumping_) return;
     pumping_ = true;
@@ -111,10 +116,7 @@ class channel_impl final : public channel {
       pending_item item = std::move(pending_.front());
       pending_.pop_front();
       busy_ = true;
-      dispatch(item, ctx_->begin_turn([this] {
-        busy_ = false;
-        pump();
-      }));
+      dispatch(item, ctx_->begin_turn());
     }
     pumping_ = false;
   }
@@ -188,10 +190,9 @@ void channel_context::enter(channel_phase next) {
   if (next > phase_) phase_ = next;
 }
 
-turn channel_context::begin_turn(std::function<void()> next) {
-  return turn([weak = weak_from_this(), next = std::move(next)] {
-    if (auto self = weak.lock(); self && self->is_open()) next();
-  });
+void turn::state::end() {
+  if (std::exchange(ended, true)) return;
+  if (auto c = channel.lock(); c && c->is_open() && c->next_method_) c->next_method_();
 }
 
 std::optional<std::string> channel_context::resolve_queue(const std::string& name,

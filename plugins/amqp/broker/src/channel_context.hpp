@@ -49,17 +49,18 @@ class turn {
 
  private:
   friend class channel_context;
+  // One allocation per method: the channel to tell, and whether it was told.
   struct state {
-    explicit state(std::function<void()> n) : next(std::move(n)) {}
+    explicit state(std::weak_ptr<channel_context> c) : channel(std::move(c)) {}
     state(const state&) = delete;
     state& operator=(const state&) = delete;
     ~state() { end(); }
-    void end() {
-      if (auto n = std::exchange(next, nullptr)) n();
-    }
-    std::function<void()> next;
+    void end();  // channel.cpp
+    std::weak_ptr<channel_context> channel;
+    bool ended = false;
   };
-  explicit turn(std::function<void()> next) : state_(std::make_shared<state>(std::move(next))) {}
+  explicit turn(std::weak_ptr<channel_context> channel)
+      : state_(std::make_shared<state>(std::move(channel))) {}
   std::shared_ptr<state> state_;
 };
 
@@ -184,10 +185,13 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
   bool confirms = false;
 
   // ---- channel.cpp only
+  friend class turn;
   // The one transition function: phases only move forward (channel_phase).
   void enter(channel_phase next);
-  // The turn of the method about to run; `next` runs when it ends while the channel is open.
-  turn begin_turn(std::function<void()> next);
+  // What runs when a method's turn ends while the channel is open (the core's next method).
+  void on_turn_end(std::function<void()> next) { next_method_ = std::move(next); }
+  // The turn of the method about to run.
+  turn begin_turn() { return turn(weak_from_this()); }
 
  private:
   static std::string method_name_(wire::method_key key) {
@@ -208,6 +212,7 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
   std::shared_ptr<bus::client> bus_;
   std::unique_ptr<basic_class> basic_;
   channel_phase phase_ = channel_phase::open;
+  std::function<void()> next_method_;  // on_turn_end
 };
 
 template <class Work, class Then>

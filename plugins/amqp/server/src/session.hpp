@@ -162,7 +162,7 @@ class session final : public broker::connection_port, public std::enable_shared_
   void end();
   void closed_by_client();
   void release_channels();
-  void teardown();
+  void teardown();  // the reader ended (once): channels released, the writer flushes and closes
   void close_socket();
   void wake(net::steady_timer& timer) { timer.cancel(); }
   void resume_producers();
