@@ -197,11 +197,11 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   void counted(const bus::bus_status& status) {
     if (status) return pull();
     auto keep = std::move(s_.get);  // destroys this object when the scope ends
-    const auto reply = bus_failure_reply(status.error().kind,
-                                         "the bus did not count this channel's publishes for basic.get on queue " +
-                                             quoted(queue_),
-                                         status.error().text, "retry on a new channel");
-    s_.ctx.fail(reply.code, reply.text, wire::basic_get::key);
+    s_.ctx.refuse(bus_failure_reply(status.error().kind,
+                                    "the bus did not count this channel's publishes for basic.get on queue " +
+                                        quoted(queue_),
+                                    status.error().text, "retry on a new channel"),
+                  wire::basic_get::key);
   }
 
   // get-ok says how many messages remain, requeued ones included, which the delivery's own
@@ -257,16 +257,16 @@ class get_request final : public std::enable_shared_from_this<get_request> {
     }
     if (e.status == bus::pull_status::denied) {
       auto keep = std::move(s_.get);  // destroys this object when the scope ends
-      const auto reply = bus_failure_reply(bus::bus_errc::denied, "basic.get of queue " + quoted(queue_), e.description, {});
-      return s_.ctx.fail(reply.code, reply.text, wire::basic_get::key);
+      return s_.ctx.refuse(bus_failure_reply(bus::bus_errc::denied, "basic.get of queue " + quoted(queue_), e.description, {}),
+                           wire::basic_get::key);
     }
     // The first word from the server says why; the request itself is over once it is counted.
     if (why_.empty()) why_ = (e.code != 0 ? std::to_string(e.code) + " " : std::string{}) + e.description;
     if (e.unfilled == 0) return;
     auto keep = std::move(s_.get);  // destroys this object when the scope ends
-    const auto reply = bus_failure_reply(bus::bus_errc::failed, "the bus did not answer basic.get on queue " + quoted(queue_),
-                                         why_, "retry on a new channel");
-    s_.ctx.fail(reply.code, reply.text, wire::basic_get::key);
+    s_.ctx.refuse(bus_failure_reply(bus::bus_errc::failed, "the bus did not answer basic.get on queue " + quoted(queue_),
+                                    why_, "retry on a new channel"),
+                  wire::basic_get::key);
   }
 
   // Answered: the channel's next method may run, at once (it may be another basic.get, so this

@@ -11,6 +11,6 @@
 namespace amqp::broker {
 
 wire::refusal bus_failure_reply(bus::bus_errc kind, std::string_view what_failed, std::string_view cause,
-                                   std::string_view remedy);
+                                std::string_view remedy);
 
 }  // namespace amqp::broker

@@ -186,6 +186,11 @@ void channel_context::fail_connection(wire::reply_code code, std::string_view se
   port_.close_connection(code, std::string(sentence), offending);
 }
 
+void channel_context::refuse(const wire::refusal& r, wire::method_key offending) {
+  if (r.code == wire::reply_code::command_invalid) return fail_connection(r.code, r.text, offending);
+  fail(r.code, r.text, offending);
+}
+
 void channel_context::enter(channel_phase next) {
   if (next > phase_) phase_ = next;
 }

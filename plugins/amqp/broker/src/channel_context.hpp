@@ -167,6 +167,9 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
   void fail(wire::reply_code code, std::string_view sentence, wire::method_key offending);
   // Connection exception (503, 541 …): connection.close, then the socket goes.
   void fail_connection(wire::reply_code code, std::string_view sentence, wire::method_key offending);
+  // A refusal as AMQP says it: 503 COMMAND_INVALID (an empty exchange type) is a connection
+  // exception, as RabbitMQ raises it; everything else closes the channel only.
+  void refuse(const wire::refusal& r, wire::method_key offending);
 
   // Runs `work()` (blocking bus calls) on the bus pool, then `then(result)` on this channel's
   // executor — only if the channel is still open then. `work` may return void (`then()` takes
@@ -244,9 +247,9 @@ void channel_context::run_on_bus(wire::method_key during, Work work, Then then) 
                              value = std::move(value), then = std::move(then)]() mutable {
       if (!self->is_open()) return;
       if (!value) {
-        const auto reply = bus_failure_reply(bus::bus_errc::failed, "the bus did not complete " + method_name_(during),
-                                             error, "retry on a new channel");
-        self->fail(reply.code, reply.text, during);
+        self->refuse(bus_failure_reply(bus::bus_errc::failed, "the bus did not complete " + method_name_(during),
+                                       error, "retry on a new channel"),
+                     during);
         return;
       }
       if constexpr (std::is_void_v<result_t>) {

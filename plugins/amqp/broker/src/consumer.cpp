@@ -142,12 +142,11 @@ void consumer::on_event(const bus::pull_event& e) {
     case bus::pull_status::pin_lost:  // another consumer is the active one now: wait in line
       pump_consumers(*channel_);
       return;
-    case bus::pull_status::denied: {
-      const auto reply =
-          bus_failure_reply(bus::bus_errc::denied, "basic.consume of queue '" + options_.queue + "'", e.description, {});
-      channel_->ctx.fail(reply.code, reply.text, wire::basic_consume::key);
+    case bus::pull_status::denied:
+      channel_->ctx.refuse(
+          bus_failure_reply(bus::bus_errc::denied, "basic.consume of queue '" + options_.queue + "'", e.description, {}),
+          wire::basic_consume::key);
       return;
-    }
     default:
       // The consumer is being recreated, the server is busy, or the bus is away: try again
       // shortly rather than spin. A deleted queue is announced separately (queue_deleted).

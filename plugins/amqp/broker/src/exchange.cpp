@@ -54,7 +54,7 @@ void declare_passive(channel_context& ctx, const wire::exchange_declare& m, turn
   // A name reserved to the bus is looked up like any other, and not found.
   if (auto bad = routing::check_name(names(ctx), "exchange", name);
       bad && bad->code != wire::reply_code::access_refused) {
-    return refuse(ctx, *bad, declare_key);
+    return ctx.refuse(*bad, declare_key);
   }
   // A question about the bucket: a mirror hit may be an exchange another replica just deleted.
   const bool standard = routing::is_standard_exchange(name);
@@ -91,8 +91,8 @@ void remove_exchange(channel_context& ctx, const std::string& name, bool no_wait
 void on_exchange_declare(channel_context& ctx, wire::exchange_declare m, turn method_turn) {
   if (m.passive) return declare_passive(ctx, m, std::move(method_turn));
   auto kind = routing::parse_exchange_kind(m.type);
-  if (!kind) return refuse(ctx, kind.error(), declare_key);
-  if (auto bad = routing::check_new_name(names(ctx), "exchange", m.exchange)) return refuse(ctx, *bad, declare_key);
+  if (!kind) return ctx.refuse(kind.error(), declare_key);
+  if (auto bad = routing::check_new_name(names(ctx), "exchange", m.exchange)) return ctx.refuse(*bad, declare_key);
 
   const std::string name = m.exchange;
   const routing::exchange_def wanted{*kind, m.durable, m.auto_delete, m.internal};
@@ -129,7 +129,7 @@ void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m, turn met
                     delete_key);
   }
   // The 'amq.' prefix is the server's to delete as well as to declare.
-  if (auto bad = routing::check_new_name(names(ctx), "exchange", name)) return refuse(ctx, *bad, delete_key);
+  if (auto bad = routing::check_new_name(names(ctx), "exchange", name)) return ctx.refuse(*bad, delete_key);
 
   find_entry(ctx, find(ctx, name).has_value(), routing::exchange_key(name), delete_key,
              [&ctx, name, m, method_turn](bool present) {

@@ -1,35 +1,24 @@
 #pragma once
-// Small pieces every topology handler uses: turning a routing refusal into the right
-// exception, reporting a bus failure, and confirming a mirror miss against the bucket.
+// Small pieces every topology handler uses: reporting a bus failure, and confirming a mirror
+// miss against the bucket.
 #include <string>
 #include <utility>
 #include <variant>
 
-#include "amqp/wire/result.hpp"
 #include "bus_failure.hpp"
 #include "channel_context.hpp"
 #include "topology_store.hpp"
 
 namespace amqp::broker {
 
-// A routing refusal as AMQP says it. 503 COMMAND_INVALID (an empty exchange type) is a
-// connection exception, as RabbitMQ raises it; everything else closes the channel only.
 // Which exchange and queue names this process's clients may use (CLOUD_AMQP_NAMES).
 inline routing::name_rules names(channel_context& ctx) { return ctx.state().config().names; }
 
 inline std::string in_vhost(channel_context& ctx) { return ctx.state().in_vhost(); }
 
-inline void refuse(channel_context& ctx, const wire::refusal& r, wire::method_key during) {
-  if (r.code == wire::reply_code::command_invalid) {
-    ctx.fail_connection(r.code, r.text, during);
-  } else {
-    ctx.fail(r.code, r.text, during);
-  }
-}
-
 inline void bus_failed(channel_context& ctx, const store::failure& f, wire::method_key during) {
-  const auto reply = bus_failure_reply(f.kind, "the bus did not complete the operation", f.text, "retry on a new channel");
-  ctx.fail(reply.code, reply.text, during);
+  ctx.refuse(bus_failure_reply(f.kind, "the bus did not complete the operation", f.text, "retry on a new channel"),
+             during);
 }
 
 // Calls then(bool present) for a bucket key: at once when the mirror has it, otherwise after

@@ -97,10 +97,10 @@ void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus
   }
   if (!stored) {
     // No confirms were asked for, but a publisher must not believe a dropped message stored.
-    const auto reply = bus_failure_reply(stored.error().kind, "the bus did not store the message published to " + subject,
-                                         stored.error().text,
-                                         "publish it again, and use confirm.select to learn each message's fate");
-    s.ctx.fail(reply.code, reply.text, during);
+    s.ctx.refuse(bus_failure_reply(stored.error().kind, "the bus did not store the message published to " + subject,
+                                   stored.error().text,
+                                   "publish it again, and use confirm.select to learn each message's fate"),
+                 during);
   }
 }
 
@@ -367,7 +367,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
     const bool to_nothing = !subject && def.kind != routing::exchange_kind::fanout &&
                             routing::blank_publish_key(m.routing_key);
     if (!subject && !to_nothing) {
-      refuse(chan, subject.error(), during);
+      chan.refuse(subject.error(), during);
       return;
     }
     if (chan.confirms && !s.confirms.enabled()) s.confirms.select();
@@ -406,7 +406,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
                // A name no exchange can have says why (a headers exchange, a dot under hip).
                if (auto bad = def ? std::nullopt : routing::check_name(names(ctx), "exchange", name);
                    bad && bad->code != wire::reply_code::access_refused) {
-                 return refuse(ctx, *bad, during);
+                 return ctx.refuse(*bad, during);
                }
                if (!def) {
                  ctx.fail(wire::reply_code::not_found,

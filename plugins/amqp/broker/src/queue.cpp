@@ -55,7 +55,7 @@ std::optional<std::string> queue_name(channel_context& ctx, const std::string& g
   auto name = ctx.resolve_queue(given, during);
   if (!name) return std::nullopt;
   if (auto bad = routing::check_name(names(ctx), "queue", *name)) {
-    refuse(ctx, *bad, during);
+    ctx.refuse(*bad, during);
     return std::nullopt;
   }
   return name;
@@ -64,7 +64,7 @@ std::optional<std::string> queue_name(channel_context& ctx, const std::string& g
 // nats-server before 2.14 refuses a consumer whose filters overlap without one containing the
 // other: such a binding is refused before anything is written, naming both subjects and the way out.
 std::optional<wire::refusal> overlap_refusal(channel_context& ctx, const std::string& queue,
-                                                const std::vector<std::string>& added, const std::string& binding_key) {
+                                             const std::vector<std::string>& added, const std::string& binding_key) {
   if (ctx.bus().overlapping_filters()) return std::nullopt;
   auto filters = ctx.state().filters_of(queue);
   filters.insert(filters.end(), added.begin(), added.end());
@@ -74,9 +74,9 @@ std::optional<wire::refusal> overlap_refusal(channel_context& ctx, const std::st
   const auto& other = first_is_new ? overlap->second : overlap->first;
   // Short: a reply text is at most 255 octets.
   return wire::refusal{wire::reply_code::not_implemented,
-                          "binding key " + quoted(binding_key) + " of queue " + quoted(queue) + " overlaps " + other +
-                              ", neither containing the other; this nats-server refuses that (2.14+ takes it): "
-                              "use a newer nats-server or keys that do not overlap"};
+                       "binding key " + quoted(binding_key) + " of queue " + quoted(queue) + " overlaps " + other +
+                           ", neither containing the other; this nats-server refuses that (2.14+ takes it): "
+                           "use a newer nats-server or keys that do not overlap"};
 }
 
 // Calls then() once the queue is known to exist (mirror, else bucket) and this connection may
@@ -233,7 +233,7 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn method_t
   // A name the server chose may hold its own prefix; one a client chooses may not.
   const auto bad = m.passive || server_named ? routing::check_name(names(ctx), "queue", name)
                                              : routing::check_new_name(names(ctx), "queue", name);
-  if (bad) return refuse(ctx, *bad, key);
+  if (bad) return ctx.refuse(*bad, key);
   if (m.passive) {
     return with_queue(
         ctx, name, key, [&ctx, name, no_wait = m.no_wait, method_turn] { answer_declare(ctx, name, no_wait, method_turn); },
@@ -271,7 +271,7 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn method_turn) {
                     "under its own name already",
                     key);
   }
-  if (auto bad = routing::check_name(names(ctx), "exchange", exchange)) return refuse(ctx, *bad, key);
+  if (auto bad = routing::check_name(names(ctx), "exchange", exchange)) return ctx.refuse(*bad, key);
 
   with_queue(ctx, *queue, key, [&ctx, queue = *queue, exchange, m, method_turn] {
     find_entry(ctx, find_exchange(ctx, exchange).has_value(), routing::exchange_key(exchange), key,
@@ -284,8 +284,8 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn method_turn) {
                  }
                  // Validates the key against the kind: what NATS cannot express is refused.
                  auto filters = routing::binding_filters(exchange, kind->kind, m.routing_key);
-                 if (!filters) return refuse(ctx, filters.error(), key);
-                 if (auto why = overlap_refusal(ctx, queue, *filters, m.routing_key)) return refuse(ctx, *why, key);
+                 if (!filters) return ctx.refuse(filters.error(), key);
+                 if (auto why = overlap_refusal(ctx, queue, *filters, m.routing_key)) return ctx.refuse(*why, key);
 
                  // A binding routes what is published after it, this channel's earlier publishes
                  // not. The mirror learns it from the bucket write, with its window.
@@ -316,7 +316,7 @@ void on_queue_unbind(channel_context& ctx, wire::queue_unbind m, turn method_tur
                     "implicit and cannot be removed",
                     key);
   }
-  if (auto bad = routing::check_name(names(ctx), "exchange", exchange)) return refuse(ctx, *bad, key);
+  if (auto bad = routing::check_name(names(ctx), "exchange", exchange)) return ctx.refuse(*bad, key);
 
   with_queue(ctx, *queue, key, [&ctx, queue = *queue, exchange, m, method_turn] {
     find_entry(ctx, find_exchange(ctx, exchange).has_value(), routing::exchange_key(exchange), key,

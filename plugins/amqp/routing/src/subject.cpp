@@ -38,8 +38,8 @@ std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"
 std::optional<wire::refusal> check_key_length(std::string_view key) {
   if (key.size() <= max_routing_key_length) return std::nullopt;
   return wire::refusal{reply_code::precondition_failed,
-                 "routing key of " + std::to_string(key.size()) +
-                     " octets is too long; a routing key is a short string of at most 255 octets"};
+                       "routing key of " + std::to_string(key.size()) +
+                           " octets is too long; a routing key is a short string of at most 255 octets"};
 }
 
 std::optional<wire::refusal> check_publish_word(std::string_view key, std::string_view word) {
@@ -77,7 +77,7 @@ wire::refusal not_implemented(std::string text) {
 }
 
 std::optional<wire::refusal> check_binding_word(exchange_kind kind, std::string_view key,
-                                          std::string_view word, bool last) {
+                                                std::string_view word, bool last) {
   std::string subject = "binding key " + quoted(key);
   if (word.empty()) {
     return not_implemented(subject + " has an empty word, which a bus subject cannot carry; bind "
@@ -124,7 +124,7 @@ wire::result<exchange_kind> parse_exchange_kind(std::string_view kind) {
   }
   if (kind.empty()) {
     return wire::refusal{reply_code::command_invalid,
-                   "exchange type is empty; declare it with type direct, fanout or topic"};
+                         "exchange type is empty; declare it with type direct, fanout or topic"};
   }
   if (kind == "headers") {
     return not_implemented("exchange kind " + quoted(kind) +
@@ -133,7 +133,7 @@ wire::result<exchange_kind> parse_exchange_kind(std::string_view kind) {
   }
   // RabbitMQ's answer to a type no broker defines (a connection exception).
   return wire::refusal{reply_code::command_invalid,
-                 "unknown exchange type " + quoted(kind) + "; declare it with type direct, fanout or topic"};
+                       "unknown exchange type " + quoted(kind) + "; declare it with type direct, fanout or topic"};
 }
 
 wire::result<std::string> publish_subject(std::string_view exchange, std::string_view routing_key) {
@@ -201,7 +201,7 @@ std::optional<address> split_subject(std::string_view subject) {
 }
 
 wire::result<std::vector<std::string>> binding_filters(std::string_view exchange, exchange_kind kind,
-                                                  std::string_view key) {
+                                                       std::string_view key) {
   // A fanout binding ignores its key entirely, as AMQP says; the bare stem catches the
   // empty-key publish that `>` (one or more words) would miss.
   if (kind == exchange_kind::fanout) {
@@ -210,8 +210,8 @@ wire::result<std::vector<std::string>> binding_filters(std::string_view exchange
   if (auto bad = check_key_length(key)) return *bad;
   if (!is_utf8(key)) {
     return wire::refusal{reply_code::precondition_failed,
-                   "binding key holds octets that are not UTF-8; bindings are kept as JSON text "
-                   "in the topology bucket, so bind a UTF-8 key"};
+                         "binding key holds octets that are not UTF-8; bindings are kept as JSON text "
+                         "in the topology bucket, so bind a UTF-8 key"};
   }
   if (key.empty()) return std::vector<std::string>{subject_of(exchange, "")};
   if (exchange.empty()) return std::vector<std::string>{subject_of(exchange, name_word(key))};

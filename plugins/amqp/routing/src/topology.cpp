@@ -64,8 +64,8 @@ std::optional<wire::refusal> topology::apply(std::string_view key, std::optional
   auto parsed = parse_bucket_key(key);
   if (!parsed) {
     return wire::refusal{wire::reply_code::internal_error,
-                   "topology bucket key '" + std::string(key) +
-                       "' is neither x.<exchange> nor q.<queue> with a valid name; ignored"};
+                         "topology bucket key '" + std::string(key) +
+                             "' is neither x.<exchange> nor q.<queue> with a valid name; ignored"};
   }
   if (parsed->what == bucket_key::kind::use) return std::nullopt;
   if (parsed->what == bucket_key::kind::exchange) {

@@ -12,7 +12,7 @@ using wire::reply_code;
 
 wire::refusal malformed(std::string_view what, std::string why) {
   return wire::refusal{reply_code::internal_error,
-                 "malformed " + std::string(what) + " in the topology bucket: " + std::move(why)};
+                       "malformed " + std::string(what) + " in the topology bucket: " + std::move(why)};
 }
 
 // Reads an optional boolean member; false when absent. nullopt when present but not a bool.

@@ -71,6 +71,6 @@ std::optional<address> split_subject(std::string_view subject);
 // to check, as in publish_subject. The result is normalized (sorted, deduplicated).
 // The default exchange's binding of queue q is binding_filters("", direct, q) = amqp._.<name_word(q)>.
 wire::result<std::vector<std::string>> binding_filters(std::string_view exchange, exchange_kind kind,
-                                                  std::string_view key);
+                                                       std::string_view key);
 
 }  // namespace amqp::routing

@@ -30,7 +30,7 @@ struct parse_result {
   enum class status { complete, need_more, malformed } state = status::need_more;
   frame_view frame;           // valid when complete
   std::size_t consumed = 0;   // octets the frame occupies, valid when complete
-  refusal error;           // valid when malformed (501 FRAME_ERROR for size/end octet/type)
+  refusal error;              // valid when malformed (501 FRAME_ERROR for size/end octet/type)
 };
 
 // Parses one frame from the front of `buffer`. The declared size is checked against
