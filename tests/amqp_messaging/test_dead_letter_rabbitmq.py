@@ -226,10 +226,12 @@ def per_message_expiration(s):
 
 
 def unused_queue_expires(s):
-    """Is the queue there 0.5 s after its declaration, and 6.5 s after that look (its 1 s expiry
-    with room for a loaded machine), idle and after a basic.get loop and a passive-declare loop
-    (every 0.4 s for 3 s) each?"""
+    """Is the queue there 0.5 s after its declaration, and its expiry and 5.5 s more after that
+    look, idle and after a basic.get loop and a passive-declare loop (every 0.4 s for twice its
+    expiry) each? An expiry of 3 s leaves a look meant to come before it 2.5 s of room on a
+    loaded machine."""
     q = s.name("expiring")
+    expires_ms = 3000
     seen = {}
 
     def look():
@@ -242,17 +244,17 @@ def unused_queue_expires(s):
         return "there"
 
     def loop(use):
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + 2 * expires_ms / 1000
         while time.monotonic() < deadline:
             use()
             s.pause(0.4)
     for name, use in (("idle", None), ("basic.get", lambda: s.ch.basic_get(q, auto_ack=True)), ("passive", look)):
-        s.ch.queue_declare(q, arguments={"x-expires": 1000})
+        s.ch.queue_declare(q, arguments={"x-expires": expires_ms})
         if use:
             loop(use)
         s.pause(0.5)
         seen[name] = [look()]
-        s.pause(6.5)
+        s.pause(expires_ms / 1000 + 5.5)
         seen[name].append(look())
     return seen
 

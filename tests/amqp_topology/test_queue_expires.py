@@ -13,6 +13,11 @@ import pika.exceptions
 import cloudtest
 
 A = B = None
+# Timing is what these tests observe, on a machine that may be loaded (sanitizers, parallel tests):
+# a look meant to come before the expiry comes 0.5 s after a use, 2.5 s inside an expiry of 3 s,
+# and one meant to come after it waits the expiry and ROOM more.
+EXPIRES_MS = 3000
+ROOM = 5.5
 
 
 def setUpModule():
@@ -52,43 +57,45 @@ class Expires(unittest.TestCase):
         return not self.exists(conn)
 
     def test_an_unused_queue_goes_after_its_expiry_with_its_messages(self):
-        self.ch.queue_declare(self.q, arguments={"x-expires": 1500})
+        self.ch.queue_declare(self.q, arguments={"x-expires": EXPIRES_MS})
         self.ch.confirm_delivery()
         self.ch.basic_publish("", self.q, b"left behind")
         time.sleep(0.5)
         self.assertTrue(self.exists(), "the queue went before its expiry")
-        self.assertTrue(self.gone_after(6.5))
+        self.assertTrue(self.gone_after(EXPIRES_MS / 1000 + ROOM))
         self.ch.queue_declare(self.q)  # a new queue of that name starts empty
         self.assertEqual(self.ch.queue_declare(self.q, passive=True).method.message_count, 0)
         self.ch.queue_delete(self.q)
 
     def test_a_consumer_on_another_replica_keeps_it_and_its_end_starts_the_clock(self):
-        self.ch.queue_declare(self.q, arguments={"x-expires": 1000})
+        self.ch.queue_declare(self.q, arguments={"x-expires": EXPIRES_MS})
         other = connect(B)
         try:
             ch = other.channel()
             tag = ch.basic_consume(self.q, lambda *a: None, auto_ack=True)
-            deadline = time.monotonic() + 3.5
+            deadline = time.monotonic() + 2 * EXPIRES_MS / 1000
             while time.monotonic() < deadline:
                 other.process_data_events(time_limit=0.1)
             self.assertTrue(self.exists(), "a consumed queue expired")
             ch.basic_cancel(tag)
             time.sleep(0.5)
             self.assertTrue(self.exists(other), "the queue went at once when its consumer ended")
-            self.assertTrue(self.gone_after(6, other))
+            self.assertTrue(self.gone_after(EXPIRES_MS / 1000 + ROOM, other))
         finally:
             other.close()
 
     def test_a_declaration_or_a_get_counts_as_use(self):
-        self.ch.queue_declare(self.q, arguments={"x-expires": 2000})
-        for use in (lambda: self.ch.queue_declare(self.q, arguments={"x-expires": 2000}),
-                    lambda: self.ch.basic_get(self.q, auto_ack=True),
-                    lambda: self.ch.queue_declare(self.q, passive=True)):
-            time.sleep(1.2)
-            use()
-        time.sleep(1.2)
-        self.assertTrue(self.exists(), "the queue expired though it was used every 1.2 s")
-        self.assertTrue(self.gone_after(7.5))
+        self.ch.queue_declare(self.q, arguments={"x-expires": EXPIRES_MS})
+        for kind, use in (("declare", lambda: self.ch.queue_declare(self.q, arguments={"x-expires": EXPIRES_MS})),
+                          ("basic.get", lambda: self.ch.basic_get(self.q, auto_ack=True)),
+                          ("passive declare", lambda: self.ch.queue_declare(self.q, passive=True))):
+            # Used every 0.4 s for twice its expiry: only these uses can have kept it.
+            deadline = time.monotonic() + 2 * EXPIRES_MS / 1000
+            while time.monotonic() < deadline:
+                use()
+                time.sleep(0.4)
+            self.assertTrue(self.exists(), f"the queue expired though a {kind} used it every 0.4 s")
+        self.assertTrue(self.gone_after(EXPIRES_MS / 1000 + ROOM))
 
     def test_an_invalid_or_other_x_expires_is_406_as_in_rabbitmq(self):
         for bad, why in (("soon", "not an integer"), (-1, "negative"), (0, "zero")):
