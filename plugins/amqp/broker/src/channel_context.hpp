@@ -167,8 +167,8 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
   void fail(wire::reply_code code, std::string_view sentence, wire::method_key offending);
   // Connection exception (503, 541 …): connection.close, then the socket goes.
   void fail_connection(wire::reply_code code, std::string_view sentence, wire::method_key offending);
-  // A refusal as AMQP says it: 503 COMMAND_INVALID (an empty exchange type) is a connection
-  // exception, as RabbitMQ raises it; everything else closes the channel only.
+  // A refusal as AMQP says it: 503 COMMAND_INVALID (an empty or unknown exchange type) is a
+  // connection exception, as RabbitMQ raises it; everything else closes the channel only.
   void refuse(const wire::refusal& r, wire::method_key offending);
 
   // Runs `work()` (blocking bus calls) on the bus pool, then `then(result)` on this channel's
