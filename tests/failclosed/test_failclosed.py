@@ -139,6 +139,20 @@ class FailClosedTest(unittest.TestCase):
         self.assertIn("bucket amqp: ", log)
         self.assertIn("KV_amqp", log)
 
+    def test_an_account_with_fewer_consumers_than_the_queues_need(self):
+        config = ("accounts { APP: { jetstream: { max_consumers: 1500 }, "
+                  "users: [{user: svc, password: svc-pw}] } }\n")
+        with cloudtest.NatsServer(config=config) as bus:
+            url = f"nats://svc:svc-pw@127.0.0.1:{bus.port}"
+            log = self.boot_fails({"CLOUD_PUBSUB_URL": url})
+            # Within the account's limit the same bus is taken.
+            with cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": url, "CLOUD_AMQP_MAX_QUEUES": "500"}) as fits:
+                self.assertIn("mounted amqp", fits.log)
+        self.assertIn("row 1 (amqp): ", log)
+        self.assertIn("stream AMQP: the NATS account allows a stream 1500 consumers (its max_consumers), and stream AMQP "
+                      "needs 1001000 (CLOUD_AMQP_MAX_QUEUES=1000000 plus 1000 for the adaptor's own); "
+                      "set CLOUD_AMQP_MAX_QUEUES to 500 or less, or raise the account's max_consumers", log)
+
     def test_the_amqp_port_is_already_bound(self):
         with socket.socket() as holder:
             holder.bind(("127.0.0.1", 0))

@@ -96,6 +96,11 @@ def nats_server_release():
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
+def max_consumers_changeable():
+    """Whether the harness's nats-server changes an existing stream's max_consumers: 2.12 and later."""
+    return nats_server_release() >= (2, 12, 0)
+
+
 def overlapping_filters_taken():
     """Whether the harness's nats-server takes a consumer whose filters overlap without one
     containing the other (`a.*` and `*.b` on one queue): 2.14 and later."""

@@ -2,7 +2,9 @@
 // The one way a bus failure becomes an AMQP reply (a channel exception's code and sentence):
 // 403 ACCESS_REFUSED when the bus refused the connection's user (a subject permission, an
 // account), naming what was refused and the bus's reason, which names the user and the subject;
-// anything else 541 INTERNAL_ERROR, saying what did not happen, the bus's cause and the remedy.
+// 406 PRECONDITION_FAILED when it is at a limit of its own, with the bus's sentence, which names
+// the limit and the remedy; anything else 541 INTERNAL_ERROR, saying what did not happen, the
+// bus's cause and the remedy.
 #include <string_view>
 
 #include "amqp/bus/result.hpp"

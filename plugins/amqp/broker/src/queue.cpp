@@ -170,7 +170,11 @@ create_result create_on_bus(broker& b, bus::client& bus, const std::string& name
   auto outcome = store::create_queue(b, bus, name, def);
   if (std::holds_alternative<store::created>(outcome)) {
     // Declaring is what starts collecting (DeliverNew): the consumer comes before declare-ok.
-    if (auto failed = store::converge_consumer(b, bus, name)) return *failed;
+    if (auto failed = store::converge_consumer(b, bus, name)) {
+      // A queue the bus has no room for is not left in the bucket without its consumer.
+      if (failed->kind == bus::bus_errc::limit) (void)bus.kv_delete(routing::queue_key(name));
+      return *failed;
+    }
   }
   return outcome;
 }
@@ -179,6 +183,14 @@ void declare_new(channel_context& ctx, const std::string& name, const routing::q
                  bool no_wait, turn method_turn) {
   static constexpr auto key = wire::queue_declare::key;
   auto& b = ctx.state();
+  // The mirror holds every replica's queues; the stream's consumer limit is the bus's backstop.
+  const auto limit = b.config().max_queues;
+  if (b.read_topology([](const routing::topology& t) { return t.queues().size(); }) >= limit) {
+    return ctx.fail(wire::reply_code::precondition_failed,
+                    "cannot declare queue " + quoted(name) + ": queue limit in vhost " + quoted(b.config().vhost) +
+                        " (" + std::to_string(limit) + ") is reached",
+                    key);
+  }
   if (wanted.exclusive) b.claim_exclusive(name, ctx.connection_id());
   b.write_topology([&](routing::topology& t) {
     t.put_queue(name, wanted);

@@ -15,6 +15,14 @@ TEST_CASE("a bus refusal of the user is 403 naming what was refused and the bus'
                   "$JS.API.CONSUMER.MSG.NEXT.AMQP.vault");  // no remedy a retry could bring
 }
 
+TEST_CASE("a bus at a limit of its own is 406 with the bus's sentence alone, which names the limit and the remedy") {
+  const auto r = bus_failure_reply(bus_errc::limit, "the bus did not complete the operation",
+                                   "create consumer for queue q: the bus is at a consumer limit; raise it",
+                                   "retry on a new channel");
+  CHECK(r.code == reply_code::precondition_failed);
+  CHECK(r.text == "create consumer for queue q: the bus is at a consumer limit; raise it");  // a retry fails the same way
+}
+
 TEST_CASE("every other bus failure is 541 with what did not happen, the cause and the remedy") {
   for (auto kind : {bus_errc::failed, bus_errc::timeout, bus_errc::not_found, bus_errc::conflict}) {
     const auto r = bus_failure_reply(kind, "the bus did not store the message", "no answer in 30000 ms",

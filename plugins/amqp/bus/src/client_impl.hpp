@@ -165,7 +165,25 @@ class client_impl final : public client {
   bus_status ensure_bucket();
   bus_status probe_filters();
   bus_status probe_pinned_groups();
-  bus_status match_replicas(const std::string& step, const std::string& stream, const json& info);
+  // An existing stream (AMQP, or the bucket's KV_amqp) is changed to what `wanted` sets of its
+  // config where JetStream allows it; otherwise the step fails naming both values (`why` says
+  // which setting asked for each).
+  struct stream_setting {
+    const char* field;   // in the stream's config: "num_replicas", "max_consumers"
+    std::int64_t value;
+    std::string why;     // "CLOUD_AMQP_REPLICAS, or its default"
+  };
+  bus_status converge_stream(const std::string& step, const std::string& stream, const json& info,
+                             const std::vector<stream_setting>& wanted);
+  // One STREAM.UPDATE to `wanted`; the bus's refusal, or nullopt when done or nothing differs.
+  std::optional<std::string> update_stream(const std::string& step, const std::string& stream, const json& info,
+                                           const std::vector<stream_setting>& wanted);
+  std::vector<stream_setting> stream_settings() const;  // stream AMQP's
+  std::int64_t stream_max_consumers() const;            // max_queues + adaptor_consumers
+  bus_error consumer_limit(std::string_view step) const;  // JetStream's 10026, as the answer says it
+  // The NATS account's max_consumers (a limit per stream, of its tier for the stream's replicas)
+  // must leave stream AMQP its own: the server refuses a stream whose limit passes the account's.
+  bus_status check_account_consumers(const std::string& step);
   bus_status start_inbox();
   bus_status reclaim_unacked();
   bus_status check_inbox_permitted();  // sign_in's: the user receives the answers to its requests

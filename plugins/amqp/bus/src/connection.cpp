@@ -66,6 +66,7 @@ client_impl::client_impl(client_options options)
     : options_(std::move(options)),
       workers_(std::make_unique<boost::asio::thread_pool>(
           static_cast<std::size_t>(std::max(1, options_.worker_threads)))) {
+  max_queues_ = options_.max_queues;
   servers_ = split_servers(options_.url);
   if (options_.who)
     for (auto& server : servers_) server = without_user(server);
@@ -270,7 +271,19 @@ bus_result<json> client_impl::api(std::string_view step, const std::string& api_
   if (s == NATS_NO_RESPONDERS) return failure(step, no_jetstream_text);
   if (s == NATS_NOT_PERMITTED) return denied(step, subject);
   if (s != NATS_OK) return nats_failure(step, s);
-  return parse_api_reply(step, reply.get());
+  auto parsed = parse_api_reply(step, reply.get());
+  if (!parsed && parsed.error().js_code == JSMaximumConsumersLimitErr) return consumer_limit(step);
+  return parsed;
+}
+
+// Asking again changes nothing: the answer names the limit and what raises it.
+bus_error client_impl::consumer_limit(std::string_view step) const {
+  return failure(step,
+                 "the bus is at a consumer limit, stream " + std::string{stream_name} + "'s (" +
+                     std::to_string(stream_max_consumers()) + ": CLOUD_AMQP_MAX_QUEUES=" +
+                     std::to_string(options_.max_queues) + " + " + std::to_string(adaptor_consumers) +
+                     ") or the NATS account's; delete unused queues or raise the limit",
+                 bus_errc::limit, JSMaximumConsumersLimitErr);
 }
 
 natsStatus client_impl::request_through_elections(const std::string& subject,

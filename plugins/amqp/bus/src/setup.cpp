@@ -19,7 +19,7 @@ std::string joined(const json& list) {
 
 // What differs between an existing AMQP stream and what the adaptor needs; empty = fine.
 // Only properties the adaptor's semantics depend on are compared; sizes and ages are the
-// operator's to tune and are left as found (replicas: match_replicas).
+// operator's to tune and are left as found (replicas and max_consumers: converge_stream).
 std::string stream_mismatch(const json& config) {
   const json subjects = config.value("subjects", json::array());
   if (subjects != json::array({stream_subjects}))
@@ -33,28 +33,89 @@ std::string stream_mismatch(const json& config) {
 
 }  // namespace
 
-// An existing stream (AMQP, or the bucket's KV_amqp) with another replica count is changed to
-// replicas_ where JetStream allows it; otherwise the step fails naming both counts.
-bus_status client_impl::match_replicas(const std::string& step, const std::string& stream, const json& info) {
+std::int64_t client_impl::stream_max_consumers() const {
+  return static_cast<std::int64_t>(options_.max_queues + adaptor_consumers);
+}
+
+std::vector<client_impl::stream_setting> client_impl::stream_settings() const {
+  return {{"num_replicas", replicas_, "CLOUD_AMQP_REPLICAS, or its default"},
+          {"max_consumers", stream_max_consumers(),
+           "CLOUD_AMQP_MAX_QUEUES=" + std::to_string(options_.max_queues) + " plus " +
+               std::to_string(adaptor_consumers) + " for the adaptor's own"}};
+}
+
+std::optional<std::string> client_impl::update_stream(const std::string& step, const std::string& stream,
+                                                      const json& info, const std::vector<stream_setting>& wanted) {
   json config = info.value("config", json::object());
-  const int found = config.value("num_replicas", 1);
-  if (found == replicas_) return bus_ok();
-  config["num_replicas"] = replicas_;
+  bool differs = false;
+  for (const auto& w : wanted) {
+    differs = differs || config.value(w.field, std::int64_t{0}) != w.value;
+    config[w.field] = w.value;
+  }
+  if (!differs) return std::nullopt;
   auto updated = api(step, "STREAM.UPDATE." + stream, config);
-  if (updated) return bus_ok();
-  return failure(step, "stream " + stream + " has " + std::to_string(found) + " replicas and " +
-                           std::to_string(replicas_) + " are wanted (CLOUD_AMQP_REPLICAS, or its default), but the "
-                           "bus refused the change (" + updated.error().text + "); set CLOUD_AMQP_REPLICAS=" +
-                           std::to_string(found) + " or give the bus the servers it needs");
+  if (updated) return std::nullopt;
+  return updated.error().text;
+}
+
+bus_status client_impl::converge_stream(const std::string& step, const std::string& stream, const json& info,
+                                        const std::vector<stream_setting>& wanted) {
+  const auto refused = update_stream(step, stream, info, wanted);
+  if (!refused) return bus_ok();
+  const json found = info.value("config", json::object());
+  // nats-server before 2.12 cannot change max_consumers, and there a stream without one is
+  // unlimited: it is left so, and what else differs is changed.
+  if (found.value("max_consumers", std::int64_t{-1}) <= 0) {
+    std::vector<stream_setting> rest;
+    for (const auto& w : wanted)
+      if (std::string_view{w.field} != "max_consumers") rest.push_back(w);
+    if (rest.size() < wanted.size() && !update_stream(step, stream, info, rest)) return bus_ok();
+  }
+  std::string text;
+  for (const auto& w : wanted) {
+    const auto was = found.value(w.field, std::int64_t{0});
+    if (was == w.value) continue;
+    text += (text.empty() ? "" : "; ") + std::string{"its "} + w.field + " is " + std::to_string(was) + " and " +
+            std::to_string(w.value) + " is wanted (" + w.why + ")";
+  }
+  return failure(step, "stream " + stream + ": " + text + ", but the bus refused the change (" + *refused +
+                           "); set the variable to what the stream has, or give the bus what the change needs "
+                           "(servers for its replicas, nats-server 2.12 or later and an account limit for its "
+                           "consumers)");
+}
+
+bus_status client_impl::check_account_consumers(const std::string& step) {
+  auto account = api(step, "INFO", nullptr);
+  if (!account) return account.error();
+  // A tiered account limits each replica count apart ("R1", "R3"); an untiered one at the top.
+  const std::string tier = "R" + std::to_string(replicas_);
+  json limits = account->value("limits", json::object());
+  std::string which = "its max_consumers";
+  if (auto tiers = account->find("tiers"); tiers != account->end() && tiers->is_object() && tiers->contains(tier)) {
+    limits = (*tiers)[tier].value("limits", json::object());
+    which += ", tier " + tier;
+  }
+  const auto allowed = limits.value("max_consumers", std::int64_t{-1});
+  if (allowed <= 0 || allowed >= stream_max_consumers()) return bus_ok();
+  const auto queues = allowed - static_cast<std::int64_t>(adaptor_consumers);
+  const std::string remedy = queues > 0 ? "set CLOUD_AMQP_MAX_QUEUES to " + std::to_string(queues) +
+                                              " or less, or raise the account's max_consumers"
+                                        : "raise the account's max_consumers";
+  return failure(step, "the NATS account allows a stream " + std::to_string(allowed) + " consumers (" + which +
+                           "), and stream " + stream_name + " needs " + std::to_string(stream_max_consumers()) +
+                           " (CLOUD_AMQP_MAX_QUEUES=" + std::to_string(options_.max_queues) + " plus " +
+                           std::to_string(adaptor_consumers) + " for the adaptor's own); " + remedy,
+                 bus_errc::limit);
 }
 
 bus_status client_impl::ensure_stream() {
   const std::string step = std::string{"stream "} + stream_name;
+  if (auto fits = check_account_consumers(step); !fits) return fits;
   auto info = api(step, std::string{"STREAM.INFO."} + stream_name, nullptr);
   if (info) {
     const std::string differs = stream_mismatch(info->value("config", json::object()));
     stream_created_ = info->value("created", std::string{});
-    if (differs.empty()) return match_replicas(step, stream_name, *info);
+    if (differs.empty()) return converge_stream(step, stream_name, *info, stream_settings());
     return failure(step, "a stream named " + std::string{stream_name} + " already exists and " +
                              differs + "; it is left untouched: delete or fix it, or point "
                              "CLOUD_PUBSUB_URL at another bus");
@@ -67,6 +128,7 @@ bus_status client_impl::ensure_stream() {
                  {"storage", "file"},
                  {"discard", "old"},
                  {"num_replicas", replicas_},
+                 {"max_consumers", stream_max_consumers()},
                  {"max_bytes", options_.max_bytes},
                  {"max_age", options_.max_age_seconds * ns_per_second}};
   auto created = api(step, std::string{"STREAM.CREATE."} + stream_name, config);
@@ -87,7 +149,7 @@ bus_status client_impl::ensure_bucket() {
       return failure(step, "stream " + kv_stream + " already exists with subjects " + joined(subjects) +
                                ", so it is not a key-value bucket named " + bucket_name +
                                ": delete that stream, or point CLOUD_PUBSUB_URL at another bus");
-    if (auto matched = match_replicas(step, kv_stream, *info); !matched) return matched;
+    if (auto matched = converge_stream(step, kv_stream, *info, {stream_settings().front()}); !matched) return matched;
   } else {
     kvConfig cfg;
     kvConfig_Init(&cfg);

@@ -90,6 +90,11 @@ config_result read_config(const env_lookup& env) {
     if (!value) return refusal("CLOUD_AMQP_REPLICAS", *replicas, "a replica count from 1 to 5");
     config.replicas = static_cast<int>(*value);
   }
+  if (auto max = env("CLOUD_AMQP_MAX_QUEUES")) {
+    auto value = parse_unsigned(*max, 1, 100'000'000);
+    if (!value) return refusal("CLOUD_AMQP_MAX_QUEUES", *max, "a number of queues from 1 to 100000000");
+    config.max_queues = *value;
+  }
   if (auto port = env("CLOUD_AMQPS_PORT")) {
     auto value = parse_unsigned(*port, 0, 65535);
     if (!value) return refusal("CLOUD_AMQPS_PORT", *port, "a port number from 0 to 65535 (0: any free port)");

@@ -33,6 +33,9 @@ struct server_config {
   // gone (its process died, or it was lost in flight when a bus node died) stays away from its
   // queue. A delivery a live client holds is never redelivered, however long it is held.
   std::chrono::seconds ack_wait{30};
+  // CLOUD_AMQP_MAX_QUEUES (1..100,000,000): the most queues a virtual host holds, RabbitMQ's
+  // max-queues vhost limit; stream AMQP takes as many consumers, and the adaptor's own besides.
+  std::uint64_t max_queues = 1'000'000;
   // The amqps listener, on CLOUD_AMQP_HOST: on when CLOUD_AMQPS_CERT and CLOUD_AMQPS_KEY name
   // readable files; CLOUD_AMQPS_CA (optional) makes client certificates required and verified.
   std::uint16_t tls_port = 5671;  // CLOUD_AMQPS_PORT: 0 asks the kernel for a free port

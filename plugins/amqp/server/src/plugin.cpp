@@ -116,6 +116,7 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     options.publish_timeout = cfg.publish_timeout;
     options.request_timeout = cfg.bus_timeout;
     options.ack_wait = cfg.ack_wait;
+    options.max_queues = cfg.max_queues;
     auto opened = bus::client::open(options);
     if (!opened) return failed("bus", opened.error().text);
     bus_ = std::move(*opened);
@@ -140,6 +141,7 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     if (published_max) max_body = max_body == 0 ? *published_max : std::min(max_body, *published_max);
     if (max_body > 0) settings.max_body_size = max_body;
     settings.names = cfg.names;
+    settings.max_queues = cfg.max_queues;
     settings.product = "cloud";
     settings.version = CLOUD_VERSION;
     settings.node_name = node_name(host);

@@ -38,6 +38,7 @@ TEST_CASE("defaults: loopback, 5672, no creds, 30 s handshake") {
   CHECK(c.publish_timeout == std::chrono::seconds(30));
   CHECK(c.bus_timeout == std::chrono::seconds(5));
   CHECK(c.names == amqp::routing::name_rules::hip);
+  CHECK(c.max_queues == 1'000'000);
 }
 
 TEST_CASE("every variable is read") {
@@ -51,6 +52,7 @@ TEST_CASE("every variable is read") {
                                {"CLOUD_AMQP_PUBLISH_TIMEOUT", "120"},
                                {"CLOUD_AMQP_BUS_TIMEOUT", "1"},
                                {"CLOUD_AMQP_ACK_WAIT", "6"},
+                               {"CLOUD_AMQP_MAX_QUEUES", "100000000"},
                                {"CLOUD_AMQP_NAMES", "escaped"},
                                {"CLOUD_AMQP_AUTH", "bus"}}));
   std::filesystem::remove(creds);
@@ -64,6 +66,7 @@ TEST_CASE("every variable is read") {
   CHECK(c.publish_timeout == std::chrono::seconds(120));
   CHECK(c.bus_timeout == std::chrono::seconds(1));
   CHECK(c.ack_wait == std::chrono::seconds(6));
+  CHECK(c.max_queues == 100'000'000);
   CHECK(c.names == amqp::routing::name_rules::escaped);
   CHECK(c.auth == server_config::auth_mode::bus);
 }
@@ -132,6 +135,15 @@ TEST_CASE("a replica count outside 1..5 is refused naming the variable and the v
     CAPTURE(bad);
     const auto text = refusal_of(read_config(env_of({{"CLOUD_AMQP_REPLICAS", bad}})));
     CHECK(text == std::string("CLOUD_AMQP_REPLICAS='") + bad + "' is not valid: expected a replica count from 1 to 5");
+  }
+}
+
+TEST_CASE("a queue limit outside 1..100000000 is refused naming the variable and the value") {
+  for (const char* bad : {"0", "100000001", "1e6", "-1", ""}) {
+    CAPTURE(bad);
+    const auto text = refusal_of(read_config(env_of({{"CLOUD_AMQP_MAX_QUEUES", bad}})));
+    CHECK(text == std::string("CLOUD_AMQP_MAX_QUEUES='") + bad +
+                      "' is not valid: expected a number of queues from 1 to 100000000");
   }
 }
 

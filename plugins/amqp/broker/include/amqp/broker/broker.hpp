@@ -32,6 +32,9 @@ struct settings {
   std::string version;
   // CLOUD_AMQP_NAMES: which exchange and queue names clients may use (routing/names.hpp).
   routing::name_rules names = routing::name_rules::hip;
+  // CLOUD_AMQP_MAX_QUEUES: a declaration of a new queue beyond it is refused as RabbitMQ refuses
+  // one past a vhost's max-queues limit.
+  std::uint64_t max_queues = 1'000'000;
   // This replica's identity across restarts (RabbitMQ's node name), e.g.
   // "<hostname>:<CLOUD_DATA_DIR>". Non-durable and exclusive queues/exchanges are marked with it
   // in the bucket: a clean stop deletes this process's ones, and a restart of the same node

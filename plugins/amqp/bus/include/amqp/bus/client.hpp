@@ -48,6 +48,9 @@ struct client_options {
   // requires it); an existing stream or bucket is changed to it. 0: the smaller of 3 and the
   // number of servers the bus names (its cluster).
   int replicas = 1;
+  // The most queues (consumers of stream AMQP) the stream takes: its max_consumers is this plus
+  // adaptor_consumers. nats-server 2.15 caps a stream that sets none at 1,000 consumers.
+  std::uint64_t max_queues = 1'000'000;
   std::int64_t max_bytes = -1;          // stream AMQP size limit; -1 = unlimited
   std::int64_t max_age_seconds = 0;     // stream AMQP age limit; 0 = unlimited
   // Additions (defaults keep the brief's behaviour):
@@ -71,6 +74,11 @@ struct client_options {
   // replicas hold those.
   bool reclaim_unacked = false;
 };
+
+// The consumers of stream AMQP that are not queues, which its max_consumers leaves room for: each
+// bus client's count probe (the adaptor's own, and each signed-in user's) and the short-lived
+// consumers that count or probe the server.
+inline constexpr std::uint64_t adaptor_consumers = 1'000;
 
 // How a queue's consumers share its messages. single_active: RabbitMQ's single active consumer,
 // as JetStream's pinned priority group (nats-server 2.11+, client::pinned_groups): the server
@@ -235,6 +243,7 @@ class client : public std::enable_shared_from_this<client> {
   // server takes, and for two such requests within the server's default max_pending.
   std::int64_t request_max_bytes() const;
   int replicas() const;              // as decided at open (client_options::replicas)
+  std::uint64_t max_queues() const;  // client_options::max_queues
   // Whether the server takes a consumer whose filters overlap without one containing the other
   // (`amqp.t.a.*` and `amqp.t.*.b`): nats-server 2.14 and later. Probed at open.
   bool overlapping_filters() const;
@@ -378,6 +387,7 @@ class client : public std::enable_shared_from_this<client> {
   client() = default;
   std::int64_t max_payload_ = 0;
   int replicas_ = 1;
+  std::uint64_t max_queues_ = 0;
   bool overlapping_filters_ = false;
   bool pinned_groups_ = false;
 };

@@ -14,6 +14,7 @@ enum class bus_errc {
   conflict,   // revision check lost (kv_update) or key already exists (kv_create)
   timeout,    // no answer within the deadline
   denied,     // the bus refused this client's user: wrong credentials, or a subject it may not use
+  limit,      // the bus holds no more of something (a stream's or account's consumers): the text says which
 };
 
 struct bus_error {
