@@ -124,6 +124,12 @@ void answer_declare(channel_context& ctx, const std::string& name, bool no_wait,
   });
 }
 
+void answer_created(channel_context& ctx, const std::string& name, bool no_wait) {
+  ctx.last_queue = name;
+  ctx.state().note_use(name, broker::use::declare);
+  if (!no_wait) ctx.reply(wire::queue_declare_ok{name, 0, ctx.state().consumer_count(name)});
+}
+
 // An optional argument as an inequivalence sentence shows it.
 std::string text(const std::optional<std::uint64_t>& n) { return n ? std::to_string(*n) : std::string("none"); }
 std::string text(const std::optional<std::string>& s) { return s ? *s : std::string("none"); }
@@ -215,8 +221,11 @@ void declare_new(channel_context& ctx, const std::string& name, const routing::q
             }
           }
           if (!equivalent(ctx, name, *current, wanted)) return;
-        } else if (store::is_transient(wanted)) {
-          state.remember_transient(routing::queue_key(name));
+        } else {
+          if (store::is_transient(wanted)) state.remember_transient(routing::queue_key(name));
+          // Its consumer starts at the next message, so a queue just created holds none: nothing
+          // to ask the bus.
+          return answer_created(ctx, name, no_wait);
         }
         answer_declare(ctx, name, no_wait, method_turn);
       });
