@@ -415,7 +415,10 @@ class NatsCluster:
         self.url = ",".join(f"nats://127.0.0.1:{n['port']}" for n in self.nodes)
 
     def _config(self, node):
-        routes = ", ".join(f"nats-route://127.0.0.1:{n['route']}" for n in self.nodes if n is not node)
+        # Every node routes to the first (which ignores its own route) and learns the others from
+        # it. With routes from each node to every other, a 2.10 node now and then never met the
+        # meta leader (1 boot in 15; none in 70 so).
+        routes = f"nats-route://127.0.0.1:{self.nodes[0]['route']}"
         path = os.path.join(self.tmp, f"{node['name']}.conf")
         with open(path, "w") as f:
             f.write(f"server_name: {node['name']}\nlisten: 127.0.0.1:{node['port']}\n"

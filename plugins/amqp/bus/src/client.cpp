@@ -69,7 +69,6 @@ std::int64_t client::request_max_bytes() const {
   return std::max(at_least, max_payload_ + delivery_overhead);
 }
 int client::replicas() const { return replicas_; }
-std::uint64_t client::max_queues() const { return max_queues_; }
 bool client::overlapping_filters() const { return overlapping_filters_; }
 bool client::exact_filtered_counts() const { return overlapping_filters_; }
 bool client::pinned_groups() const { return pinned_groups_; }

@@ -66,7 +66,6 @@ client_impl::client_impl(client_options options)
     : options_(std::move(options)),
       workers_(std::make_unique<boost::asio::thread_pool>(
           static_cast<std::size_t>(std::max(1, options_.worker_threads)))) {
-  max_queues_ = options_.max_queues;
   servers_ = split_servers(options_.url);
   if (options_.who)
     for (auto& server : servers_) server = without_user(server);

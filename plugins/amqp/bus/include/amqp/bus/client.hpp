@@ -243,7 +243,6 @@ class client : public std::enable_shared_from_this<client> {
   // server takes, and for two such requests within the server's default max_pending.
   std::int64_t request_max_bytes() const;
   int replicas() const;              // as decided at open (client_options::replicas)
-  std::uint64_t max_queues() const;  // client_options::max_queues
   // Whether the server takes a consumer whose filters overlap without one containing the other
   // (`amqp.t.a.*` and `amqp.t.*.b`): nats-server 2.14 and later. Probed at open.
   bool overlapping_filters() const;
@@ -387,7 +386,6 @@ class client : public std::enable_shared_from_this<client> {
   client() = default;
   std::int64_t max_payload_ = 0;
   int replicas_ = 1;
-  std::uint64_t max_queues_ = 0;
   bool overlapping_filters_ = false;
   bool pinned_groups_ = false;
 };
