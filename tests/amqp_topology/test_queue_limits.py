@@ -38,6 +38,15 @@ def exists(conn, queue):
 
 
 class QueueLimit(unittest.TestCase):
+    def declare_and_use(self, conn, queue):
+        """The queue is declared and holds what is published to it."""
+        ch = conn.channel()
+        ch.queue_declare(queue)
+        ch.confirm_delivery()
+        ch.basic_publish("", queue, queue.encode())
+        self.assertEqual(ch.basic_get(queue, auto_ack=True)[2], queue.encode())
+        ch.close()
+
     def test_the_vhost_limit_refuses_a_new_queue_as_rabbitmq_does(self):
         with cloudtest.Cloud(env={"CLOUD_AMQP_MAX_QUEUES": "5"}) as cloud:
             self.assertEqual(stream_config(cloud)["config"]["max_consumers"], 5 + ADAPTOR_CONSUMERS)
@@ -57,10 +66,7 @@ class QueueLimit(unittest.TestCase):
             ch = conn.channel()
             self.assertEqual(ch.queue_declare(names[0]).method.queue, names[0])
             ch.queue_delete(names[1])
-            ch.queue_declare(extra)
-            ch.confirm_delivery()
-            ch.basic_publish("", extra, b"fits")
-            self.assertEqual(ch.basic_get(extra, auto_ack=True)[2], b"fits")
+            self.declare_and_use(conn, extra)
             conn.close()
 
     def test_a_consumer_limit_of_the_bus_is_named_and_nothing_is_left_declared(self):
@@ -92,11 +98,7 @@ class QueueLimit(unittest.TestCase):
             for i in range(10):
                 self.assertNotIn("error", nats.api(f"CONSUMER.DELETE.AMQP.other{i}"))
             nats.close()
-            ch = conn.channel()
-            ch.queue_declare(queue)
-            ch.confirm_delivery()
-            ch.basic_publish("", queue, b"room again")
-            self.assertEqual(ch.basic_get(queue, auto_ack=True)[2], b"room again")
+            self.declare_and_use(conn, queue)
             conn.close()
 
     def test_an_existing_stream_gets_the_setting_at_boot_where_the_bus_can_change_it(self):
