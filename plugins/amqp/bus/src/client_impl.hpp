@@ -178,8 +178,10 @@ class client_impl final : public client {
   // One STREAM.UPDATE to `wanted`; the bus's refusal, or nullopt when done or nothing differs.
   std::optional<std::string> update_stream(const std::string& step, const std::string& stream, const json& info,
                                            const std::vector<stream_setting>& wanted);
+  stream_setting replicas_setting() const;              // every stream's: the bucket's too
   std::vector<stream_setting> stream_settings() const;  // stream AMQP's
   std::int64_t stream_max_consumers() const;            // max_queues + adaptor_consumers
+  std::string stream_max_consumers_why() const;         // which settings make it so
   bus_error consumer_limit(std::string_view step) const;  // JetStream's 10026, as the answer says it
   // The NATS account's max_consumers (a limit per stream, of its tier for the stream's replicas)
   // must leave stream AMQP its own: the server refuses a stream whose limit passes the account's.

@@ -37,11 +37,17 @@ std::int64_t client_impl::stream_max_consumers() const {
   return static_cast<std::int64_t>(options_.max_queues + adaptor_consumers);
 }
 
+std::string client_impl::stream_max_consumers_why() const {
+  return "CLOUD_AMQP_MAX_QUEUES=" + std::to_string(options_.max_queues) + " plus " +
+         std::to_string(adaptor_consumers) + " for the adaptor's own";
+}
+
+client_impl::stream_setting client_impl::replicas_setting() const {
+  return {"num_replicas", replicas_, "CLOUD_AMQP_REPLICAS, or its default"};
+}
+
 std::vector<client_impl::stream_setting> client_impl::stream_settings() const {
-  return {{"num_replicas", replicas_, "CLOUD_AMQP_REPLICAS, or its default"},
-          {"max_consumers", stream_max_consumers(),
-           "CLOUD_AMQP_MAX_QUEUES=" + std::to_string(options_.max_queues) + " plus " +
-               std::to_string(adaptor_consumers) + " for the adaptor's own"}};
+  return {replicas_setting(), {"max_consumers", stream_max_consumers(), stream_max_consumers_why()}};
 }
 
 std::optional<std::string> client_impl::update_stream(const std::string& step, const std::string& stream,
@@ -103,8 +109,7 @@ bus_status client_impl::check_account_consumers(const std::string& step) {
                                         : "raise the account's max_consumers";
   return failure(step, "the NATS account allows a stream " + std::to_string(allowed) + " consumers (" + which +
                            "), and stream " + stream_name + " needs " + std::to_string(stream_max_consumers()) +
-                           " (CLOUD_AMQP_MAX_QUEUES=" + std::to_string(options_.max_queues) + " plus " +
-                           std::to_string(adaptor_consumers) + " for the adaptor's own); " + remedy,
+                           " (" + stream_max_consumers_why() + "); " + remedy,
                  bus_errc::limit);
 }
 
@@ -149,7 +154,7 @@ bus_status client_impl::ensure_bucket() {
       return failure(step, "stream " + kv_stream + " already exists with subjects " + joined(subjects) +
                                ", so it is not a key-value bucket named " + bucket_name +
                                ": delete that stream, or point CLOUD_PUBSUB_URL at another bus");
-    if (auto matched = converge_stream(step, kv_stream, *info, {stream_settings().front()}); !matched) return matched;
+    if (auto matched = converge_stream(step, kv_stream, *info, {replicas_setting()}); !matched) return matched;
   } else {
     kvConfig cfg;
     kvConfig_Init(&cfg);
