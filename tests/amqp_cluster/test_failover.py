@@ -3,7 +3,9 @@ stream is killed while a stock client (pika) publishes with confirms, and while 
 What RabbitMQ's quorum queues promise is the bar: no confirmed message lost while a majority of
 the nodes lives, every one delivered at least once, and the client never reconnects."""
 import os
+import signal
 import sys
+import threading
 import time
 import unittest
 import uuid
@@ -78,6 +80,39 @@ class Failover(unittest.TestCase):
                 bodies.append(body.decode())
                 ch.basic_ack(method.delivery_tag)
         self.assertEqual(len(bodies), len(confirmed), "a message was stored twice")
+
+    def test_a_publish_sent_again_while_its_first_attempt_awaits_the_followers_is_confirmed(self):
+        # Both followers stopped, the leader cannot commit: each attempt `cloud` sends again
+        # (after 2 s unanswered) is answered "duplicate message id is in process" (nats-server
+        # 2.12+) until they resume and the first attempt is stored.
+        leader = self.cluster.node(self.cluster.leader_of("AMQP"))
+        followers = [n for n in self.cluster.running() if n is not leader]
+        on_the_leader = self.enterContext(cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": f"nats://127.0.0.1:{leader['port']}"}))
+        resumed = threading.Event()
+
+        def resume_followers():
+            resumed.set()
+            for node in followers:
+                os.kill(node["proc"].pid, signal.SIGCONT)
+        resume = threading.Timer(5, resume_followers)
+        self.addCleanup(lambda: (resume.cancel(), resume_followers()))
+        with pika.BlockingConnection(params(on_the_leader)) as conn:
+            ch = conn.channel()
+            ch.confirm_delivery()
+            for node in followers:
+                os.kill(node["proc"].pid, signal.SIGSTOP)
+            resume.start()
+            ch.basic_publish("", self.queue, b"held", pika.BasicProperties(delivery_mode=2))  # NackError if nacked
+            self.assertTrue(resumed.is_set(), "confirmed before the followers resumed")
+        # Stored once: read when the stream, the bucket and the queue's consumer have leaders again.
+        assets = (("AMQP", None), ("KV_amqp", None), ("AMQP", self.queue))
+        self.assertTrue(cloudtest.wait_until(lambda: all(self.cluster.leader_of(*a) for a in assets), 60),
+                        self.cluster.logs())
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            ch = conn.channel()
+            self.assertEqual(ch.queue_declare(self.queue, passive=True).method.message_count, 1)
+            _method, _props, body = ch.basic_get(self.queue, auto_ack=True)
+            self.assertEqual(body, b"held")
 
     def test_the_stream_leader_killed_mid_consume_loses_nothing_and_the_consumer_goes_on(self):
         acked, nacked, errors = publish_with_confirms(self.cloud, self.queue, 2000)

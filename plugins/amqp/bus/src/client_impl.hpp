@@ -363,6 +363,7 @@ class client_impl final : public client {
   bus_error denied(std::string_view step, const std::string& subject) const;  // kind denied, denied_text
   std::string user_text() const;  // "user 'alice'", for messages
   void route_inbox(natsMsg* msg);
+  void answer_publish(std::uint64_t id, natsMsg* msg);
   void complete_publish(std::uint64_t id, bus_status status);
   void complete_direct(std::uint64_t id, bool received);
   void send_waiting_locked();

@@ -47,14 +47,18 @@ constexpr std::chrono::milliseconds requeue_wait{2000};
 // dead pull requests take: NAKs held longer than this go out anyway.
 constexpr std::chrono::milliseconds drain_wait{12000};
 
+// "duplicate message id is in process" (nats-server 2.12+); nats.c does not name it.
+constexpr int js_duplicate_in_process = 10158;
+
 // A stored publish is acknowledged as `{"stream":"AMQP", "seq": N}`: recognised without a
 // JSON parse, which cost a tenth of the adaptor's CPU per published message. Anything else
-// (an error, an unexpected shape) takes the full parse.
+// (an error, a duplicate, an unexpected shape) takes the full parse.
 bool plain_pub_ack(natsMsg* msg) {
   const char* data = natsMsg_GetData(msg);
   if (data == nullptr) return false;
   const std::string_view body(data, static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
-  return body.starts_with("{\"stream\":") && body.find("\"error\"") == std::string_view::npos;
+  return body.starts_with("{\"stream\":") && body.find("\"error\"") == std::string_view::npos &&
+         body.find("\"duplicate\"") == std::string_view::npos;
 }
 
 }  // namespace
@@ -309,18 +313,26 @@ void client_impl::route_inbox(natsMsg* msg) {
   if (subject[1] != '.' || !to_u64(subject.substr(2), id)) return;
   if (subject[0] == 'n') return nak_answered(id);
   if (subject[0] == 'r') return complete_direct(id, !natsMsg_IsNoResponders(msg));
-  if (subject[0] != 'a') return;
-  const auto no_stream = [] {
-    return std::string{"no JetStream stream stores this subject: is stream "} + stream_name + " still there?";
-  };
-  if (natsMsg_IsNoResponders(msg) && retry_publishes_) return retry_publish(id, no_stream());
-  complete_publish(id, [&]() -> bus_status {
-    if (natsMsg_IsNoResponders(msg)) return failure("publish", no_stream());
-    if (plain_pub_ack(msg)) return bus_ok();
-    auto ack = parse_api_reply("publish", msg);
-    if (!ack) return ack.error();
-    return bus_ok();
-  }());
+  if (subject[0] == 'a') answer_publish(id, msg);
+}
+
+// nats thread: the stream's answer to publish `id`.
+void client_impl::answer_publish(std::uint64_t id, natsMsg* msg) {
+  if (natsMsg_IsNoResponders(msg)) {
+    const std::string why = std::string{"no JetStream stream stores this subject: is stream "} + stream_name + " still there?";
+    if (retry_publishes_) return retry_publish(id, why);
+    return complete_publish(id, failure("publish", why));
+  }
+  if (plain_pub_ack(msg)) return complete_publish(id, bus_ok());
+  auto ack = parse_api_reply("publish", msg);
+  if (ack && ack->value("seq", std::uint64_t{0}) != 0) return complete_publish(id, bus_ok());
+  // The stream leader still replicates an earlier attempt of this publish (a new leader, or its
+  // followers behind) and cannot tell yet whether it is stored: nats-server 2.12+ says 10158,
+  // earlier ones a duplicate of sequence 0. Asked again shortly, it names the stored message or
+  // stores it.
+  if ((ack || ack.error().js_code == js_duplicate_in_process) && retry_publishes_)
+    return retry_publish(id, "the stream never stored an earlier attempt of this publish");
+  complete_publish(id, ack ? bus_status{failure("publish", "the stream answered without a sequence")} : bus_status{ack.error()});
 }
 
 }  // namespace amqp::bus::detail
