@@ -139,19 +139,22 @@ void child_process::supervise(int output_fd) {
   if (report && on_exit_) on_exit_(description);
 }
 
-void child_process::stop(std::chrono::milliseconds grace) {
+bool child_process::stop(std::chrono::milliseconds grace) {
   std::unique_lock lock{mutex_};
+  bool on_term = true;
   if (pid_ > 0 && !exited_) {
     stopping_ = true;
     ::kill(pid_, SIGTERM);
     if (!changed_.wait_for(lock, grace, [this] { return exited_; })) {
       ::kill(pid_, SIGKILL);
+      on_term = false;
       changed_.wait_for(lock, std::chrono::seconds{5}, [this] { return exited_; });
     }
   }
   stopping_ = true;
   lock.unlock();
   if (supervisor_.joinable()) supervisor_.join();
+  return on_term;
 }
 
 bool child_process::running() const {

@@ -32,8 +32,8 @@ class child_process {
   // "" once the child runs; otherwise why it could not (e.g. exec failed: no such file).
   std::string start(const std::filesystem::path& binary, const std::vector<std::string>& args,
                     exit_fn on_exit, line_fn on_line);
-  // TERM, then KILL after `grace`; reaps. Bounded and idempotent.
-  void stop(std::chrono::milliseconds grace);
+  // TERM, then KILL after `grace`; reaps. Bounded and idempotent. False when it had to KILL.
+  bool stop(std::chrono::milliseconds grace);
 
   bool running() const;
   pid_t pid() const;

@@ -332,8 +332,14 @@ void pubsub_plugin::shutdown(std::chrono::milliseconds deadline) noexcept {
   if (!child_) return;
   const auto pid = child_->pid();
   // Leave time to KILL and reap inside the deadline.
-  child_->stop(std::max(deadline - std::chrono::milliseconds{500}, std::chrono::milliseconds{100}));
-  if (host_) host_->log(plugin_api::log_level::info, "nats-server (pid " + std::to_string(pid) + ") stopped");
+  const auto grace = std::max(deadline - std::chrono::milliseconds{500}, std::chrono::milliseconds{100});
+  const bool on_term = child_->stop(grace);
+  if (host_ && on_term) host_->log(plugin_api::log_level::info, "nats-server (pid " + std::to_string(pid) + ") stopped");
+  if (host_ && !on_term)
+    host_->log(plugin_api::log_level::warning,
+               "nats-server (pid " + std::to_string(pid) + ") did not stop within " + std::to_string(grace.count()) +
+                   " ms of SIGTERM; killed it: it recovers its store at the next start, and acknowledgements it "
+                   "had not yet written are delivered again");
   child_.reset();
 }
 
