@@ -110,7 +110,9 @@ void server::stop_threads(clock::time_point deadline) {
   threads_.clear();
   listener_.reset();
   tls_listener_.reset();
+  // Their buses and the users' clients: the plugin closes them next, and waits for their release.
   vhosts_.reset();
+  options_.identities.reset();
 }
 
 }  // namespace amqp::server
