@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -341,7 +342,8 @@ class client_impl final : public client {
   void unhold(const std::string& reply, bool sent = true);
   void report_progress_until(std::stop_token stop);  // progress_thread_
   void report_progress();
-  bus_status reclaim_queue(const std::string& queue, const std::string& step);
+  bus_status reclaim_queue(const json& info, const std::string& step);
+  bus_status for_each_consumer(const std::string& step, const std::function<bus_status(const json&)>& each);
   // Creates a consumer of `config` on stream AMQP and deletes it again: what the create answered
   // (a probe of the server, or a count it makes at creation).
   bus_result<json> create_and_drop_consumer(const std::string& step, const json& config);
