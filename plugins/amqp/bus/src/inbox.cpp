@@ -319,7 +319,8 @@ void client_impl::route_inbox(natsMsg* msg) {
 // nats thread: the stream's answer to publish `id`.
 void client_impl::answer_publish(std::uint64_t id, natsMsg* msg) {
   if (natsMsg_IsNoResponders(msg)) {
-    const std::string why = std::string{"no JetStream stream stores this subject: is stream "} + stream_name + " still there?";
+    const std::string why =
+        std::string{"no JetStream stream stores this subject: is stream "} + stream_name + " still there?";
     if (retry_publishes_) return retry_publish(id, why);
     return complete_publish(id, failure("publish", why));
   }
@@ -332,7 +333,8 @@ void client_impl::answer_publish(std::uint64_t id, natsMsg* msg) {
   // stores it.
   if ((ack || ack.error().js_code == js_duplicate_in_process) && retry_publishes_)
     return retry_publish(id, "the stream never stored an earlier attempt of this publish");
-  complete_publish(id, ack ? bus_status{failure("publish", "the stream answered without a sequence")} : bus_status{ack.error()});
+  if (ack) return complete_publish(id, failure("publish", "the stream answered without a sequence"));
+  complete_publish(id, ack.error());
 }
 
 }  // namespace amqp::bus::detail
