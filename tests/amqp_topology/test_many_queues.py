@@ -2,8 +2,8 @@
 consumer of its own, and all deleted, through pika; the bus holds one consumer per queue while
 they exist and none of theirs after. Past nats-server's default of 1,000 consumers per stream:
 stream AMQP carries CLOUD_AMQP_MAX_QUEUES' limit. With 1,500 queues kept, `cloud` stops on
-SIGTERM without killing nats-server, and finds them all again. Pinned server only (the floor's twin would
-double the longest test of the suite and prove nothing more about the count).
+SIGTERM without killing nats-server, and finds them all again. Pinned server only (the floor's
+twin would double the longest test of the suite and prove nothing more about the count).
 """
 import unittest
 import uuid
@@ -84,6 +84,7 @@ class StopWithManyQueues(unittest.TestCase):
             names = [f"kept-{i:04d}" for i in range(1500)]
             for name in names:
                 ch.queue_declare(name, durable=True)
+            ch.confirm_delivery()
             ch.basic_publish("", names[-1], b"kept", pika.BasicProperties(delivery_mode=2))
             conn.close()
             self.assertEqual(cloud.restart(), 0, cloud.previous_log)
