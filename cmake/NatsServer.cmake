@@ -1,4 +1,4 @@
-# The nats-server binaries this build uses (DESIGN.md §5). Their versions come from one file,
+# The nats-server binaries this build uses. Their versions come from one file,
 # cmake/nats-server.versions (also read by scripts/install-deps, which builds or fetches both
 # into the tools folder):
 #   CLOUD_NATS_SERVER        the pinned release: the embedded default. The build copies it to

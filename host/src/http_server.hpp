@@ -1,6 +1,6 @@
 #pragma once
 // Beast HTTP/1.1 on one io_context thread: health routes and lazy mounting (routes.hpp).
-#include <utility>  // before Asio: see platform-notes (Boost 1.74 awaitable.hpp with g++ 12)
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>

@@ -1,5 +1,5 @@
-// cloud: manifest → load → mount → serve → stop (DESIGN.md §4).
-#include <utility>  // before Asio: see platform-notes
+// cloud: manifest → load → mount → serve → stop.
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>

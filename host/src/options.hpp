@@ -1,5 +1,5 @@
 #pragma once
-// Command line and host-level environment (DESIGN.md §8). Malformed values are refused with a
+// Command line and host-level environment (README, 'Configuration'). Malformed values are refused with a
 // message naming the variable or flag and the value.
 #include <chrono>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// pubsub's configuration (DESIGN.md §8), read through host_services so the plugin never
+// pubsub's configuration (README, 'Configuration'), read through host_services so the plugin never
 // touches the environment itself. Each malformed value is refused naming variable and value.
 #include <cstdint>
 #include <filesystem>

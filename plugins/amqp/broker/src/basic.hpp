@@ -1,7 +1,7 @@
 #pragma once
 // The basic and confirm classes of one channel: publishing, consuming, getting, settling.
 //
-// Design (HIP-1326 §2.2, §3, §4, §4.1; DESIGN.md §5-§7)
+// Design (HIP-1326 §2.2, §3, §4, §4.1)
 // -----------------------------------------------------
 // Threads. Everything here runs on the connection's executor (channel_context::executor()).
 // The bus calls back through bus::client, which posts to that executor; nothing here blocks

@@ -2,7 +2,7 @@
 // class broker: one vhost's state, shared by every connection of the vhost (broker.hpp declares
 // it; broker.cpp defines it). Its public members are safe to call from any connection's
 // executor; blocking bus calls never run on an io thread.
-#include <utility>  // before Asio: see platform-notes (Boost 1.74 awaitable.hpp with g++ 12)
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>

@@ -7,7 +7,7 @@
 // of the process: its public members are safe to call from any connection's executor.
 // Blocking bus calls never run on an io thread: run_on_bus() moves them to the bus client's
 // worker pool and brings the result back to the connection's executor.
-#include <utility>  // before Asio: see platform-notes (Boost 1.74 awaitable.hpp with g++ 12)
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>

@@ -2,7 +2,7 @@
 // An AMQP consumer (basic.consume): one bus puller on its queue's durable, kept asked for as
 // much as the consumer's credit allows, so that deliveries flow without a round trip between
 // batches, and never for more (prefetch is an exact in-flight bound).
-#include <utility>  // before Asio: see platform-notes
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -3,7 +3,7 @@
 // to the queue's dead-letter exchange, its history added to the `x-death` header, and the original
 // leaves the queue only once the bus has stored the copy. At least once: a crash in between leaves
 // a duplicate, never a loss.
-#include <utility>  // before Asio: see platform-notes
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/any_io_executor.hpp>
 #include <cstdint>

@@ -14,7 +14,7 @@
 // (the server's account: creation, delivery, ack) and the queue's `u.` key (a declare, a
 // basic.get, the end of a last consumer: broker::note_use). Past its x-expires, the queue is
 // deleted, as queue.delete deletes it; another replica deleting it at the same time is harmless.
-#include <utility>  // before Asio: see platform-notes
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -6,7 +6,7 @@
 // (reject-publish-dlx dead-letters it). Publishes on other channels or replicas at the same
 // moment are not serialised with it: the queue may pass its limit by those, until its next
 // publish trims it.
-#include <utility>  // before Asio: see platform-notes
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/any_io_executor.hpp>
 #include <cstdint>

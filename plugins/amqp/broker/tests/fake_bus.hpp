@@ -20,7 +20,7 @@
 // per request, the NAK gate that holds pulls back, direct reply-to delivery, credentials.
 // Everything runs on the test's thread: worker_executor() is the test's io_context, so a
 // "blocking" call answers at once.
-#include <utility>  // before Asio: see platform-notes
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/io_context.hpp>
 #include <chrono>

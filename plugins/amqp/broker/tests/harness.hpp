@@ -3,7 +3,7 @@
 // the test's thread, against fake_bus: a fake connection_port decodes every frame the broker
 // sends into method structs (with a message's properties and body), and records the channel and
 // connection exceptions it is asked to raise, closing the channel as the session does.
-#include <utility>  // before Asio: see platform-notes
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <doctest/doctest.h>
 

@@ -3,7 +3,7 @@
 // for publishes and settlements, whose wildcard reply subscription (`<inbox>.>`) carries every
 // publish ack and answered NAK, and one that sends at once for pull requests and API requests,
 // with one subscription per puller, whose interest is what its pull requests live on.
-#include <utility>  // before Asio: see platform-notes
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>

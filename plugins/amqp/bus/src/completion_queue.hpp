@@ -3,7 +3,7 @@
 // Pub acks arrive in bursts; each burst bound for one executor is run by one posted handler,
 // so a burst costs the channel one hand-off (a lock and a wake-up of its io thread), not one
 // per message. Completions for one executor run in the order they were queued.
-#include <utility>  // before Asio: see platform-notes
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>

@@ -1,6 +1,6 @@
 // One durable pull consumer per queue (HIP-1326 §2) whose filter_subjects are the queue's
 // bindings, updated in place; configured as raw JetStream API JSON because nats.c cannot express
-// MaxAckPending = -1 (DESIGN §5). And the boot-time reclaim of a dead process's deliveries.
+// MaxAckPending = -1. And the boot-time reclaim of a dead process's deliveries.
 #include <algorithm>
 #include <ctime>
 #include <limits>

@@ -1,5 +1,5 @@
 #pragma once
-// Which nats-server the adaptor mounts on (DESIGN.md §5, "Versions"). Below 2.10.16 it refuses:
+// Which nats-server the adaptor mounts on (README, 'Which nats-server'). Below 2.10.16 it refuses:
 // older servers can hold back a redelivery that meets only an expired or dead pull request until
 // the ack wait is over (nats-server PRs #5305, 2.10.14, and #5338, 2.10.16), and
 // 2.9 has no multi-filter consumers. pubsub publishes the version of the server it launched or

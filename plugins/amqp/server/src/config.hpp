@@ -1,5 +1,5 @@
 #pragma once
-// The amqp plugin's configuration, read from the environment (DESIGN.md §8). Every variable
+// The amqp plugin's configuration, read from the environment (README, 'Configuration'). Every variable
 // has a default; a malformed value is refused with a sentence naming the variable and value.
 #include <chrono>
 #include <cstdint>

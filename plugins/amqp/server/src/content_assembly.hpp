@@ -32,7 +32,7 @@ class content_assembly {
   bool active() const noexcept { return state_ != expecting::nothing; }
 
   void begin(wire::basic_publish method);
-  // The header's declared size is judged before anything is buffered (DESIGN.md §7).
+  // The header's declared size is judged before anything is buffered.
   outcome on_header(std::uint64_t body_size, std::span<const std::uint8_t> property_octets,
                     std::uint64_t max_body_size);
   outcome on_body(std::span<const std::uint8_t> octets);

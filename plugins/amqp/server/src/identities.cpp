@@ -1,6 +1,6 @@
 #include "identities.hpp"
 
-#include <utility>  // before Asio: see platform-notes
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>

@@ -309,7 +309,7 @@ void session::handle_header(std::uint16_t id, channel_slot& slot, const wire::fr
   switch (slot.content.on_header(header->body_size, header->property_octets, settings_.max_body_size)) {
     case content_assembly::outcome::too_large:
       // Refused on the header, before any body octet is buffered; the channel's close makes
-      // the session drop the body frames that follow (DESIGN.md §7).
+      // the session drop the body frames that follow.
       close_channel(id, wire::reply_code::content_too_large,
                     "body of " + std::to_string(header->body_size) + " octets is over the bus maximum of " +
                         std::to_string(settings_.max_body_size) +

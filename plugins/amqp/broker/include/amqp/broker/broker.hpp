@@ -3,7 +3,7 @@
 // (broker/, what AMQP methods mean on the bus). The session owns the socket, the handshake,
 // heartbeats, channel open/close bookkeeping and content assembly; a broker `channel` owns
 // everything a channel method means. Neither reaches into the other.
-#include <utility>  // before Asio: see platform-notes (Boost 1.74 awaitable.hpp with g++ 12)
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>

@@ -1,11 +1,11 @@
 #pragma once
-// The amqp plugin's only door to the bus (DESIGN.md §5). nats.c lives behind this header:
+// The amqp plugin's only door to the bus. nats.c lives behind this header:
 // no nats type appears here, and every nats.c callback only posts work to an Asio executor.
 //
 // Threading: every member of `client` is thread-safe. Calls documented "blocking" wait for a
 // server round trip and must not run on an io thread: hand them to `run_blocking`, which runs
 // them on a small worker pool owned by the client and posts the result back.
-#include <utility>  // before Asio: see platform-notes (Boost 1.74 awaitable.hpp with g++ 12)
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>
@@ -293,7 +293,7 @@ class client : public std::enable_shared_from_this<client> {
   // (ensure_queue_consumer with the queue's own filters).
   virtual bus_result<std::vector<std::string>> queues_with_other_ack_wait() = 0;
   // The consumer's counts once the server has applied every settlement this client sent for
-  // the queue before the call (acks and pulls travel separate server queues: DESIGN §5), and
+  // the queue before the call (acks and pulls travel separate server queues), and
   // counted every publish this client had confirmed (count_publishes).
   virtual bus_result<bus::queue_info> queue_info(const std::string& queue) = 0;
   // The consumer's counts as the server has them at this instant, without waiting for this
