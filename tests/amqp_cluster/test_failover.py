@@ -81,39 +81,6 @@ class Failover(unittest.TestCase):
                 ch.basic_ack(method.delivery_tag)
         self.assertEqual(len(bodies), len(confirmed), "a message was stored twice")
 
-    def test_a_publish_sent_again_while_its_first_attempt_awaits_the_followers_is_confirmed(self):
-        # Both followers stopped, the leader cannot commit: each attempt `cloud` sends again
-        # (after 2 s unanswered) is answered "duplicate message id is in process" (nats-server
-        # 2.12+) until they resume and the first attempt is stored.
-        leader = self.cluster.node(self.cluster.leader_of("AMQP"))
-        followers = [n for n in self.cluster.running() if n is not leader]
-        on_the_leader = self.enterContext(cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": f"nats://127.0.0.1:{leader['port']}"}))
-        resumed = threading.Event()
-
-        def resume_followers():
-            resumed.set()
-            for node in followers:
-                os.kill(node["proc"].pid, signal.SIGCONT)
-        resume = threading.Timer(5, resume_followers)
-        self.addCleanup(lambda: (resume.cancel(), resume_followers()))
-        with pika.BlockingConnection(params(on_the_leader)) as conn:
-            ch = conn.channel()
-            ch.confirm_delivery()
-            for node in followers:
-                os.kill(node["proc"].pid, signal.SIGSTOP)
-            resume.start()
-            ch.basic_publish("", self.queue, b"held", pika.BasicProperties(delivery_mode=2))  # NackError if nacked
-            self.assertTrue(resumed.is_set(), "confirmed before the followers resumed")
-        # Stored once: read when the stream, the bucket and the queue's consumer have leaders again.
-        assets = (("AMQP", None), ("KV_amqp", None), ("AMQP", self.queue))
-        self.assertTrue(cloudtest.wait_until(lambda: all(self.cluster.leader_of(*a) for a in assets), 60),
-                        self.cluster.logs())
-        with pika.BlockingConnection(params(self.cloud)) as conn:
-            ch = conn.channel()
-            self.assertEqual(ch.queue_declare(self.queue, passive=True).method.message_count, 1)
-            _method, _props, body = ch.basic_get(self.queue, auto_ack=True)
-            self.assertEqual(body, b"held")
-
     def test_the_stream_leader_killed_mid_consume_loses_nothing_and_the_consumer_goes_on(self):
         acked, nacked, errors = publish_with_confirms(self.cloud, self.queue, 2000)
         self.assertEqual((errors, nacked), ([], set()))
@@ -132,6 +99,67 @@ class Failover(unittest.TestCase):
         self.kill_stream_leader()
         self.consume_all(ch, confirmed, received)
         self.assertTrue(conn.is_open)
+
+
+class PublishAwaitingFollowers(unittest.TestCase):
+    """`cloud` dials one node only, and that node leads stream AMQP: its publishes reach the leader
+    alone, and the leader's followers can be stopped under them."""
+
+    def setUp(self):
+        self.cluster = self.enterContext(cloudtest.NatsCluster(3))
+        self.node = self.cluster.nodes[0]
+        self.cloud = self.enterContext(cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": f"nats://127.0.0.1:{self.node['port']}"}))
+        for _ in range(20):  # a step-down hands leadership to a random other node
+            leader = self.cluster.leader_of("AMQP")
+            if leader == self.node["name"]:
+                break
+            if leader is not None:
+                self.cluster.api("STREAM.LEADER.STEPDOWN.AMQP")
+            time.sleep(1)
+        self.assertEqual(self.cluster.leader_of("AMQP"), self.node["name"], self.cluster.logs())
+        self.queue = f"awaiting-{uuid.uuid4().hex[:8]}"
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            conn.channel().queue_declare(self.queue, durable=True)
+
+    def test_a_publish_sent_again_while_its_first_attempt_awaits_the_followers_is_confirmed(self):
+        # Both followers stopped, the leader cannot commit: each attempt `cloud` sends again
+        # (after 2 s unanswered) is answered "duplicate message id is in process" (nats-server
+        # 2.12+) until they resume and the first attempt is stored.
+        followers = [n for n in self.cluster.running() if n is not self.node]
+        resumed = threading.Event()
+
+        def resume_followers():
+            resumed.set()
+            for node in followers:
+                os.kill(node["proc"].pid, signal.SIGCONT)
+        resume = threading.Timer(5, resume_followers)
+        self.addCleanup(lambda: (resume.cancel(), resume_followers()))
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            ch = conn.channel()
+            ch.confirm_delivery()
+            for node in followers:
+                os.kill(node["proc"].pid, signal.SIGSTOP)
+            resume.start()
+            # Mandatory: a route missed would be returned (UnroutableError), not confirmed.
+            ch.basic_publish("", self.queue, b"held", pika.BasicProperties(delivery_mode=2), mandatory=True)
+            self.assertTrue(resumed.is_set(), "confirmed before the followers resumed")
+        # Stored once: taken when the queue's consumer has a leader again, and nothing after it.
+        got = []
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            channel = [conn.channel()]
+
+            def take():
+                try:
+                    method, _props, body = channel[0].basic_get(self.queue, auto_ack=True)
+                except pika.exceptions.ChannelClosedByBroker:  # a bus request timed out meanwhile
+                    channel[0] = conn.channel()
+                    return False
+                if method is not None:
+                    got.append(body)
+                return bool(got)
+            self.assertTrue(cloudtest.wait_until(take, 60, interval=0.5), self.cluster.logs())
+            self.assertEqual(got, [b"held"])
+            self.assertIsNone(channel[0].basic_get(self.queue, auto_ack=True)[0])
 
 
 class TwoReplicas(unittest.TestCase):
