@@ -174,9 +174,10 @@ using create_result = store::create_outcome<routing::queue_def>;
 
 create_result create_on_bus(broker& b, bus::client& bus, const std::string& name, const routing::queue_def& def) {
   auto outcome = store::create_queue(b, bus, name, def);
-  if (std::holds_alternative<store::created>(outcome)) {
+  if (auto* created = std::get_if<store::created>(&outcome)) {
     // Declaring is what starts collecting (DeliverNew): the consumer comes before declare-ok.
-    if (auto failed = store::converge_consumer(b, bus, name)) {
+    bus::kv_entry entry{created->value, created->revision};
+    if (auto failed = store::converge_consumer(b, bus, name, &entry)) {
       // A queue the bus has no room for is not left in the bucket without its consumer.
       if (failed->kind == bus::bus_errc::limit) (void)bus.kv_delete(routing::queue_key(name));
       return *failed;

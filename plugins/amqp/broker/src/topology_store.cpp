@@ -34,7 +34,7 @@ create_outcome<Def> create_entry(broker& b, bus::client& bus, const std::string&
     auto written = bus.kv_create(key, value);
     if (written) {
       b.apply_entry(key, value, *written);
-      return created{};
+      return created{value, *written};
     }
     if (written.error().kind != bus::bus_errc::conflict) return from_bus(written.error());
     auto current = bus.kv_get(key);
@@ -85,11 +85,12 @@ create_outcome<routing::queue_def> create_queue(broker& b, bus::client& bus, con
                                           [](std::string_view v) { return routing::parse_queue(v); });
 }
 
-std::variant<update_status, failure> update_queue(
-    broker& b, bus::client& bus, const std::string& name, const std::function<bool(routing::queue_def&)>& change) {
+std::variant<update_status, failure> update_queue(broker& b, bus::client& bus, const std::string& name,
+                                                  const std::function<bool(routing::queue_def&)>& change,
+                                                  bus::kv_entry* entry) {
   const auto key = routing::queue_key(name);
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
-    auto current = bus.kv_get(key);
+    auto current = attempt == 0 && entry && entry->revision != 0 ? bus::bus_result<bus::kv_entry>{*entry} : bus.kv_get(key);
     if (!current) {
       if (current.error().kind == bus::bus_errc::not_found) return update_status::absent;
       return from_bus(current.error());
@@ -98,6 +99,7 @@ std::variant<update_status, failure> update_queue(
     if (!def) return failure{"bucket entry " + key + " is unreadable: " + def.error().text};
     if (!change(*def)) {
       b.apply_entry(key, current->value, current->revision);
+      if (entry) *entry = *current;
       return update_status::done;
     }
     // The declaring node's mark stays with the queue whoever edits its bindings.
@@ -105,6 +107,7 @@ std::variant<update_status, failure> update_queue(
     auto written = bus.kv_update(key, value, current->revision);
     if (written) {
       b.apply_entry(key, value, *written);
+      if (entry) *entry = bus::kv_entry{std::move(value), *written};
       return update_status::done;
     }
     if (written.error().kind != bus::bus_errc::conflict) return from_bus(written.error());
@@ -122,9 +125,10 @@ std::variant<bool, failure> refresh(broker& b, bus::client& bus, const std::stri
   return true;
 }
 
-std::optional<failure> converge_consumer(broker& b, bus::client& bus, const std::string& queue) {
+std::optional<failure> converge_consumer(broker& b, bus::client& bus, const std::string& queue, bus::kv_entry* entry) {
   const auto key = routing::queue_key(queue);
-  auto before = bus.kv_get(key);
+  auto before = entry && entry->revision != 0 ? bus::bus_result<bus::kv_entry>{*entry} : bus.kv_get(key);
+  if (entry) entry->revision = 0;  // known again only once converged
   std::optional<failure> raced;  // the consumer another writer updated in between
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
     if (!before) {
@@ -138,7 +142,10 @@ std::optional<failure> converge_consumer(broker& b, bus::client& bus, const std:
     if (!ensured && ensured.error().kind != bus::bus_errc::conflict) return from_bus(ensured.error());
     if (!ensured) raced = from_bus(ensured.error());
     auto after = bus.kv_get(key);
-    if (ensured && after && after->revision == before->revision) return std::nullopt;
+    if (ensured && after && after->revision == before->revision) {
+      if (entry) *entry = std::move(*after);
+      return std::nullopt;
+    }
     before = std::move(after);
   }
   if (raced) return raced;
@@ -223,6 +230,7 @@ std::optional<failure> drop_exchange_bindings(broker& b, bus::client& bus, const
   auto until = bus.last_sequence();
   if (!until) return from_bus(until.error());
   for (const auto& queue : queues) {
+    bus::kv_entry entry;
     auto updated = update_queue(b, bus, queue, [&](routing::queue_def& def) {
       auto before = def.bindings.size();
       std::erase_if(def.bindings, [&](const routing::binding& x) {
@@ -231,28 +239,45 @@ std::optional<failure> drop_exchange_bindings(broker& b, bus::client& bus, const
         return true;
       });
       return def.bindings.size() != before;
-    });
+    }, &entry);
     if (auto* f = std::get_if<failure>(&updated)) return *f;
-    if (auto f = converge_consumer(b, bus, queue)) return f;
+    if (auto f = converge_consumer(b, bus, queue, &entry)) return f;
   }
   return std::nullopt;
 }
 
+namespace {
+
+// Where a new binding's window ends: the stream's last sequence, or 0 (no window) when the
+// queue's consumer has passed it already, as a freshly declared queue's has.
+std::variant<std::uint64_t, failure> window_end(bus::client& bus, const std::string& queue) {
+  auto last = bus.last_sequence();
+  if (!last) return from_bus(last.error());
+  if (*last == 0) return std::uint64_t{0};
+  // The server's count may lag this client's deliveries; a lagging one only keeps the window.
+  auto info = bus.peek_queue(routing::consumer_name(queue));
+  if (!info && info.error().kind != bus::bus_errc::not_found) return from_bus(info.error());
+  return info && info->delivered_stream_seq >= *last ? 0 : *last;
+}
+
+}  // namespace
+
 std::variant<update_status, failure> add_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                                  const std::string& key) {
-  auto after = bus.last_sequence();
-  if (!after) return from_bus(after.error());
+  auto after = window_end(bus, queue);
+  if (auto* f = std::get_if<failure>(&after)) return *f;
+  bus::kv_entry entry;
   auto updated = update_queue(b, bus, queue, [&](routing::queue_def& def) {
     for (const auto& x : def.bindings)
       if (x.names(exchange, key)) return false;  // bound already: it keeps its window
-    def.bindings.push_back(routing::binding{exchange, key, *after});
+    def.bindings.push_back(routing::binding{exchange, key, std::get<std::uint64_t>(after)});
     return true;
-  });
+  }, &entry);
   if (std::holds_alternative<failure>(updated) || std::get<update_status>(updated) == update_status::absent)
     return updated;
-  if (auto failed = converge_consumer(b, bus, queue)) return *failed;
+  if (auto failed = converge_consumer(b, bus, queue, &entry)) return *failed;
   // Usually nothing published before the bind is left for the consumer to read: no window then.
-  auto narrowed = narrow_windows(b, bus, queue);
+  auto narrowed = narrow_windows(b, bus, queue, &entry);
   if (auto* f = std::get_if<failure>(&narrowed)) return *f;
   return updated;
 }
@@ -266,6 +291,7 @@ std::optional<failure> remove_binding(broker& b, bus::client& bus, const std::st
     return def ? std::optional{def->kind} : std::nullopt;
   });
   bool removed = false;  // by the attempt that was written
+  bus::kv_entry entry;
   auto updated = update_queue(b, bus, queue, [&](routing::queue_def& def) {
     removed = false;
     std::erase_if(def.bindings, [&](const routing::binding& x) {
@@ -274,13 +300,13 @@ std::optional<failure> remove_binding(broker& b, bus::client& bus, const std::st
       return removed = true;
     });
     return removed;
-  });
+  }, &entry);
   if (auto* f = std::get_if<failure>(&updated)) return *f;
   if (std::get<update_status>(updated) == update_status::absent) return std::nullopt;
-  if (auto failed = converge_consumer(b, bus, queue)) return failed;
+  if (auto failed = converge_consumer(b, bus, queue, &entry)) return failed;
   if (!removed) return std::nullopt;
   // A queue holding nothing the binding routed lets its filters go at once.
-  auto narrowed = narrow_windows(b, bus, queue);
+  auto narrowed = narrow_windows(b, bus, queue, &entry);
   if (auto* f = std::get_if<failure>(&narrowed)) return *f;
   // An auto-delete exchange goes with its last binding (RabbitMQ).
   return reap_auto_delete_exchanges(b, bus, {exchange});
@@ -300,17 +326,17 @@ std::variant<bool, failure> nothing_left(bus::client& bus, const std::vector<std
 
 }  // namespace
 
-std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const std::string& queue) {
+std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const std::string& queue, bus::kv_entry* entry) {
+  const auto def = b.read_topology([&](const routing::topology& t) -> std::optional<routing::queue_def> {
+    const auto* found = t.find_queue(queue);
+    return found ? std::optional{*found} : std::nullopt;
+  });
+  if (!def || !def->windowed()) return false;  // nothing to narrow: no consumer info needed
   auto info = bus.queue_info(routing::consumer_name(queue));
   if (!info) {
     if (info.error().kind == bus::bus_errc::not_found) return false;
     return from_bus(info.error());
   }
-  const auto def = b.read_topology([&](const routing::topology& t) -> std::optional<routing::queue_def> {
-    const auto* found = t.find_queue(queue);
-    return found ? std::optional{*found} : std::nullopt;
-  });
-  if (!def) return false;
   const std::uint64_t passed = info->delivered_stream_seq;
   // A binding's `after` goes once nothing it leaves out is ahead of the consumer.
   std::vector<routing::binding> opened;
@@ -348,10 +374,10 @@ std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const st
       return std::find(done.begin(), done.end(), r) != done.end();
     });
     return changed || d.retired.size() != before;
-  });
+  }, entry);
   if (auto* f = std::get_if<failure>(&updated)) return *f;
   if (done.empty() || std::get<update_status>(updated) == update_status::absent) return true;
-  if (auto failed = converge_consumer(b, bus, queue)) return *failed;
+  if (auto failed = converge_consumer(b, bus, queue, entry)) return *failed;
   return true;
 }
 

@@ -26,6 +26,7 @@
 
 namespace amqp::bus {
 class client;
+struct kv_entry;
 struct queue_info;
 }  // namespace amqp::bus
 
@@ -45,7 +46,10 @@ std::string node_of(std::string_view json);
 
 // What a create found: `created` (this process wrote it), the definition already there
 // (someone declared it first: the caller compares), or a failure sentence.
-struct created {};
+struct created {
+  std::string value;  // as written, at `revision`
+  std::uint64_t revision = 0;
+};
 struct failure {
   std::string text;
   bus::bus_errc kind = bus::bus_errc::failed;  // denied: the bus refused the client's user
@@ -64,9 +68,14 @@ create_outcome<routing::queue_def> create_queue(broker& b, bus::client& bus, con
 // Revision-checked read-modify-write of a queue's value. `change` edits the definition and
 // returns false when there is nothing to write. nullopt = done (or nothing to do); "absent"
 // when the queue is not in the bucket; otherwise the failure sentence.
+//
+// `entry`, where a function takes one, carries the queue's value between the steps of one
+// operation: a known revision (non-zero) is used instead of reading the key (a stale one only
+// costs the revision check a retry), and on success it holds the value last written or read.
 enum class update_status { done, absent };
-std::variant<update_status, failure> update_queue(
-    broker& b, bus::client& bus, const std::string& name, const std::function<bool(routing::queue_def&)>& change);
+std::variant<update_status, failure> update_queue(broker& b, bus::client& bus, const std::string& name,
+                                                  const std::function<bool(routing::queue_def&)>& change,
+                                                  bus::kv_entry* entry = nullptr);
 
 // Reads one key into the mirror (a miss in the mirror may be a declaration on another replica
 // whose watch update has not arrived yet). True when the key exists.
@@ -75,7 +84,8 @@ std::variant<bool, failure> refresh(broker& b, bus::client& bus, const std::stri
 // Makes the queue's bus consumer carry the queue's current filters. Re-reads the bucket after
 // ensuring and repeats when the value changed meanwhile, so concurrent binds on two replicas
 // converge on the union instead of the last writer's view.
-std::optional<failure> converge_consumer(broker& b, bus::client& bus, const std::string& queue);
+std::optional<failure> converge_consumer(broker& b, bus::client& bus, const std::string& queue,
+                                         bus::kv_entry* entry = nullptr);
 
 // True when some queue, declared through any replica, has a binding to `exchange`: the
 // bucket's answer (bindings live in the `q.<name>` values), not the mirror's, whose watch may
@@ -101,7 +111,8 @@ std::optional<failure> remove_binding(broker& b, bus::client& bus, const std::st
 // Narrows a windowed queue's routes to what its consumer has not passed: an `after` it passed
 // is cleared, and a retired binding whose messages are all acked goes, with its filters. True
 // when something was narrowed.
-std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const std::string& queue);
+std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const std::string& queue,
+                                           bus::kv_entry* entry = nullptr);
 
 // RabbitMQ's auto-delete exchange: it goes when its last binding goes (an unbind, or the
 // deletion of the queue that held it), never merely for having had none. Call it after
