@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "amqp/routing/names.hpp"
+#include "amqp/routing/subject.hpp"
 #include "channel_context.hpp"
 
 namespace amqp::broker::store {
@@ -193,6 +194,16 @@ std::vector<std::string> bound_exchanges(const routing::queue_def& def) {
   return exchanges;
 }
 
+// The messages published to the queue through the default exchange are on a subject no other
+// queue's filters match: dropped by subject first, they cost the consumer's delete nothing.
+std::optional<failure> drop_own_messages(bus::client& bus, const std::string& queue) {
+  auto own = routing::binding_filters("", routing::exchange_kind::direct, queue);
+  if (!own) return failure{"queue " + queue + " has no subject of its own: " + own.error().text};
+  for (const auto& subject : *own)
+    if (auto purged = bus.purge_subject(subject); !purged) return from_bus(purged.error());
+  return std::nullopt;
+}
+
 std::optional<failure> delete_key(bus::client& bus, const std::string& key) {
   if (auto gone = bus.kv_delete(key); !gone && gone.error().kind != bus::bus_errc::not_found) {
     return from_bus(gone.error());
@@ -204,6 +215,7 @@ std::optional<failure> remove_queue(broker& b, bus::client& bus, const std::stri
   auto departing = departing_queue(bus, key);
   if (auto* f = std::get_if<failure>(&departing)) return *f;
   const auto& def = std::get<routing::queue_def>(departing);
+  if (auto f = drop_own_messages(bus, name)) return f;
   if (auto gone = bus.delete_queue_consumer(routing::consumer_name(name)); !gone) return from_bus(gone.error());
   if (auto f = delete_key(bus, key)) return f;
   if (def.expires) {
@@ -467,6 +479,7 @@ std::variant<std::uint64_t, failure> purge(broker& b, bus::client& bus, const st
   if (!info) return from_bus(info.error());
   auto count = message_count(b, bus, queue, *info);
   if (std::holds_alternative<failure>(count)) return count;
+  if (auto f = drop_own_messages(bus, queue)) return *f;
   if (auto purged = bus.purge_queue(routing::consumer_name(queue), b.filters_of(queue), b.sharing_of(queue)); !purged)
     return from_bus(purged.error());
   return count;

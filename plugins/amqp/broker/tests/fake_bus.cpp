@@ -162,14 +162,15 @@ bool fake_bus::matches(const consumer_state& c, const std::string& subject) cons
 
 std::optional<std::uint64_t> fake_bus::next_pending(const consumer_state& c) const {
   for (std::uint64_t seq = c.cursor + 1; seq <= stream_.size(); ++seq) {
-    if (matches(c, stream_[seq - 1].subject)) return seq;
+    if (!stream_[seq - 1].purged && matches(c, stream_[seq - 1].subject)) return seq;
   }
   return std::nullopt;
 }
 
 std::uint64_t fake_bus::pending_count(const consumer_state& c) const {
   std::uint64_t n = 0;
-  for (std::uint64_t seq = c.cursor + 1; seq <= stream_.size(); ++seq) n += matches(c, stream_[seq - 1].subject);
+  for (std::uint64_t seq = c.cursor + 1; seq <= stream_.size(); ++seq)
+    n += !stream_[seq - 1].purged && matches(c, stream_[seq - 1].subject);
   return n;
 }
 
@@ -359,6 +360,12 @@ bus::bus_result<bus::queue_info> fake_bus::queue_info(const std::string& queue) 
 
 bus::bus_result<bus::queue_info> fake_bus::peek_queue(const std::string& queue) { return queue_info(queue); }
 
+bus::bus_status fake_bus::purge_subject(const std::string& subject) {
+  for (auto& m : stream_)
+    if (m.subject == subject) m.purged = true;
+  return bus::bus_ok();
+}
+
 bus::bus_status fake_bus::purge_queue(const std::string& queue, const std::vector<std::string>& filters,
                                       bus::queue_sharing sharing) {
   consumers_.erase(queue);
@@ -379,7 +386,7 @@ bus::bus_result<std::optional<bus::stored_message>> fake_bus::next_message(std::
 }
 
 bus::bus_result<bus::delivery> fake_bus::read_message(std::uint64_t seq) {
-  if (seq == 0 || seq > stream_.size()) return not_found("message " + std::to_string(seq));
+  if (seq == 0 || seq > stream_.size() || stream_[seq - 1].purged) return not_found("message " + std::to_string(seq));
   const auto& m = stream_[seq - 1];
   bus::delivery d;
   d.subject = m.subject;

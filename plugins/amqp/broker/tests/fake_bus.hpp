@@ -110,6 +110,7 @@ class fake_bus final : public bus::client {
   bus::bus_result<bus::queue_info> peek_queue(const std::string& queue) override;
   bool publishes_uncounted() const override { return false; }
   bus::bus_status count_publishes() override { return bus::bus_ok(); }
+  bus::bus_status purge_subject(const std::string& subject) override;
   bus::bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,
                               bus::queue_sharing sharing) override;
   bus::bus_result<std::uint64_t> last_sequence() override { return stream_.size(); }
@@ -140,6 +141,7 @@ class fake_bus final : public bus::client {
     std::string subject;
     std::string property_octets;
     std::string body;
+    bool purged = false;  // purge_subject: no consumer reads it again
   };
   struct held {
     std::uint64_t deliveries = 0;  // times delivered so far

@@ -214,6 +214,7 @@ class client_impl final : public client {
   bus_result<bus::queue_info> peek_queue(const std::string& queue) override;
   bool publishes_uncounted() const override { return counts_behind_; }
   bus_status count_publishes() override { return catch_up_with_publishes("a pull"); }
+  bus_status purge_subject(const std::string& subject) override;
   bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,
                          queue_sharing sharing) override;
   bus_result<std::uint64_t> last_sequence() override;

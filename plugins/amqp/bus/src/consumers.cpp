@@ -205,6 +205,13 @@ bus_status client_impl::purge_queue(const std::string& queue, const std::vector<
   return ensure_queue_consumer(queue, filters, sharing);
 }
 
+bus_status client_impl::purge_subject(const std::string& subject) {
+  auto purged = api("drop the messages on " + subject, std::string{"STREAM.PURGE."} + stream_name,
+                    json{{"filter", subject}});
+  if (!purged) return purged.error();
+  return bus_ok();
+}
+
 bus_result<std::uint64_t> client_impl::last_sequence() {
   auto info = api("read the stream's last sequence", std::string{"STREAM.INFO."} + stream_name, nullptr);
   if (!info) return info.error();

@@ -499,6 +499,19 @@ TEST_CASE("purge_queue drops only that queue's messages") {
   CHECK(h.stream_messages() == 3);
 }
 
+TEST_CASE("purge_subject drops that subject's messages, whoever holds them, and no other") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("a", {"amqp._.a", "amqp.f.>"}).ok());
+  REQUIRE(h.bus->ensure_queue_consumer("b", {"amqp.f.>"}).ok());
+  for (int i = 0; i < 3; ++i) REQUIRE(h.publish_one("amqp._.a", "", "own").ok());
+  REQUIRE(h.publish_one("amqp.f.x", "", "shared").ok());
+  auto purged = h.bus->purge_subject("amqp._.a");
+  REQUIRE_MESSAGE(purged.ok(), purged.error().text);
+  CHECK(h.bus->queue_info("a")->num_pending == 1);
+  CHECK(h.bus->queue_info("b")->num_pending == 1);
+  CHECK(h.stream_messages() == 1);
+}
+
 TEST_CASE("last_sequence and next_message read the stream where a queue's routes begin and end") {
   harness h;
   auto empty = h.bus->last_sequence();

@@ -309,6 +309,10 @@ class client : public std::enable_shared_from_this<client> {
   // ack is a no-op). Count first (queue_info) to say how many went.
   virtual bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,
                                  queue_sharing sharing = queue_sharing::all_consumers) = 0;
+  // Drops the stream's messages on `subject`, whoever holds them. For a subject only one queue's
+  // filters match, this is what deleting that queue's consumer drops, but in time linear in the
+  // messages: a consumer's delete checks each message it leaves against every other consumer.
+  virtual bus_status purge_subject(const std::string& subject) = 0;
   // The stream's last sequence: every message stored before the call has one at most this.
   virtual bus_result<std::uint64_t> last_sequence() = 0;
   // How many messages stored at or after `from` match one of `filters` (normalized), counted
