@@ -1,10 +1,10 @@
 # The nats-server binaries this build uses. Their versions come from one file,
-# cmake/nats-server.versions (also read by scripts/install-deps, which builds or fetches both
-# into the tools folder):
+# cmake/nats-server.versions (also read by scripts/install-deps, which builds both into the
+# tools folder):
 #   CLOUD_NATS_SERVER        the pinned release: the embedded default. The build copies it to
 #                            <build>/lib/cloud/bin/nats-server (cmake/Install.cmake), which is what
 #                            pubsub launches when NATS_SERVER_BIN is unset and what the .deb ships.
-#   CLOUD_NATS_SERVER_FLOOR  the floor (Debian 13's): the `.floor` twin of every integration test
+#   CLOUD_NATS_SERVER_FLOOR  the floor (the oldest supported line): the `.floor` twin of every integration test
 #                            and bus test runs on it (cmake/Testing.cmake).
 #   CLOUD_NATS_SERVER_BELOW_FLOOR  Debian 12's 2.9.10 (package nats-server): only the fail-closed
 #                            test's fixture, a server the amqp plugin must refuse.
@@ -64,7 +64,7 @@ endfunction()
 _cloud_nats_server_path(CLOUD_NATS_SERVER ${NATS_SERVER_PINNED}
   "the pinned nats-server (${NATS_SERVER_PINNED}): embedded default, shipped in lib/cloud/bin")
 _cloud_nats_server_path(CLOUD_NATS_SERVER_FLOOR ${NATS_SERVER_FLOOR}
-  "the floor nats-server (${NATS_SERVER_FLOOR}, Debian ${NATS_SERVER_FLOOR_SUITE}): the tests' .floor twins")
+  "the floor nats-server (${NATS_SERVER_FLOOR}): the tests' .floor twins")
 _cloud_check_nats_server(CLOUD_NATS_SERVER ${NATS_SERVER_PINNED})
 _cloud_check_nats_server(CLOUD_NATS_SERVER_FLOOR ${NATS_SERVER_FLOOR})
 message(STATUS "nats-server ${NATS_SERVER_PINNED} (pinned): ${CLOUD_NATS_SERVER}")

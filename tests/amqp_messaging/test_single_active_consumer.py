@@ -1,10 +1,10 @@
 """Single active consumer (issue 17, item 5), through pika: a queue declared with
 x-single-active-consumer gives its messages to one consumer at a time, across `cloud` replicas (the
-claim is the bus's pinned consumer group, nats-server 2.11 and later). When the active consumer is
+claim is the bus's pinned consumer group). When the active consumer is
 cancelled, the next one takes over at once (what the cancelled one holds stays its channel's);
 when its connection ends, the next one takes over with the messages it held requeued first; a
 replica that dies loses the queue once its pin times out. Runs on the pinned nats-server and, as
-its .floor twin, on the floor, which refuses the argument naming the version it needs.
+its .floor twin, on the floor.
 """
 import signal
 import time
@@ -17,7 +17,6 @@ import pika.exceptions
 import cloudtest
 import dying_consumer
 
-PINNED_GROUPS = cloudtest.nats_server_release() >= (2, 11, 0)
 SAC = {"x-single-active-consumer": True}
 # The bus's pin timeout (bus::pin_timeout), and room for a loaded machine on top.
 PIN_TIMEOUT = 15
@@ -106,7 +105,6 @@ class Case(unittest.TestCase):
             self.ch.basic_publish("", self.queue, body.encode())
 
 
-@unittest.skipUnless(PINNED_GROUPS, "the floor refuses x-single-active-consumer (RefusedOnTheFloor)")
 class OneReplica(Case):
     def test_only_the_first_consumer_receives(self):
         self.ch.queue_declare(self.queue, arguments=SAC)
@@ -226,7 +224,6 @@ class OneReplica(Case):
         self.assertTrue(first.got and second.got, "false means every consumer receives")
 
 
-@unittest.skipUnless(PINNED_GROUPS, "the floor refuses x-single-active-consumer (RefusedOnTheFloor)")
 class TwoReplicas(Case):
     """Two `cloud` processes on one bus: the claim is the bus's, not a process's."""
 
@@ -265,18 +262,6 @@ class TwoReplicas(Case):
             # What the dead replica held comes first: its ack wait ran out before the pin did.
             self.assertTrue(pump_until([second], lambda: len(second.got) == 2, PIN_TIMEOUT + TAKEOVER), second.got)
             self.assertEqual(second.got, [("m0", True), ("m1", False)])
-
-
-@unittest.skipIf(PINNED_GROUPS, "this nats-server has pinned consumer groups")
-class RefusedOnTheFloor(Case):
-    def test_declare_names_the_version_it_needs(self):
-        with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as raised:
-            self.ch.queue_declare(self.queue, arguments=SAC)
-        self.assertEqual(raised.exception.reply_code, 540)
-        self.assertIn("x-single-active-consumer", raised.exception.reply_text)
-        self.assertIn("nats-server 2.11", raised.exception.reply_text)
-        ch = self.conn.channel()
-        ch.queue_declare(self.queue, arguments={"x-single-active-consumer": False})
 
 
 if __name__ == "__main__":

@@ -101,7 +101,7 @@ class QueueLimit(unittest.TestCase):
             self.declare_and_use(conn, queue)
             conn.close()
 
-    def test_an_existing_stream_gets_the_setting_at_boot_where_the_bus_can_change_it(self):
+    def test_an_existing_stream_gets_the_setting_at_boot(self):
         with cloudtest.NatsServer() as bus:
             # A stream made before max_consumers was set: none, as an earlier adaptor made it.
             nats = NatsRaw(bus.port)
@@ -109,14 +109,10 @@ class QueueLimit(unittest.TestCase):
                 "name": "AMQP", "subjects": ["amqp.>"], "retention": "interest", "storage": "file"}))
             with cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": bus.url, "CLOUD_AMQP_MAX_QUEUES": "5"}):
                 found = nats.api("STREAM.INFO.AMQP")["config"]["max_consumers"]
-            if cloudtest.max_consumers_changeable():
-                self.assertEqual(found, 5 + ADAPTOR_CONSUMERS)
-                with cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": bus.url}):
-                    self.assertEqual(nats.api("STREAM.INFO.AMQP")["config"]["max_consumers"],
-                                     1_000_000 + ADAPTOR_CONSUMERS)
-            else:
-                # Older servers cannot change it, and there a stream without a limit has none.
-                self.assertEqual(found, -1)
+            self.assertEqual(found, 5 + ADAPTOR_CONSUMERS)
+            with cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": bus.url}):
+                self.assertEqual(nats.api("STREAM.INFO.AMQP")["config"]["max_consumers"],
+                                 1_000_000 + ADAPTOR_CONSUMERS)
             nats.close()
 
 

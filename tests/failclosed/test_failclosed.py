@@ -1,6 +1,6 @@
 """HIP-1326 §5: amqp's mount fails CLOSED. For each way the bus or the port can be wrong,
 `cloud` exits non-zero within the startup window, the log names the failing step, and
-nothing accepts on the AMQP port. A bus below the adaptor's floor (nats-server 2.10.16) is one
+nothing accepts on the AMQP port. A bus below the adaptor's floor (nats-server 2.14.3) is one
 of them: Debian 12's 2.9.10 (CLOUD_TEST_NATS_SERVER_BELOW_FLOOR) is this suite's fixture, the
 only place the project runs it."""
 import os
@@ -82,7 +82,7 @@ class FailClosedTest(unittest.TestCase):
         return binary
 
     def assert_refused_below_the_floor(self, log):
-        self.assertIn("row 1 (amqp): bus version: the bus is nats-server 2.9.10, older than 2.10.16", log)
+        self.assertIn("row 1 (amqp): bus version: the bus is nats-server 2.9.10, older than 2.14.3", log)
         self.assertIn("CLOUD_PUBSUB_URL", log)
         self.assertIn("NATS_SERVER_BIN", log)
         self.assertIn("shutting down pubsub", log)

@@ -90,23 +90,6 @@ def server_version_of(binary):
     return m.group(1)
 
 
-def nats_server_release():
-    """The harness's nats-server version as numbers, (2, 15, 2): what a test expects of the bus."""
-    text = NATS_SERVER_VERSION or server_version_of(NATS_SERVER)
-    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
-
-
-def max_consumers_changeable():
-    """Whether the harness's nats-server changes an existing stream's max_consumers: 2.12 and later."""
-    return nats_server_release() >= (2, 12, 0)
-
-
-def overlapping_filters_taken():
-    """Whether the harness's nats-server takes a consumer whose filters overlap without one
-    containing the other (`a.*` and `*.b` on one queue): 2.14 and later."""
-    return nats_server_release() >= (2, 14, 0)
-
-
 def executable_of(pid):
     """The file a process runs (/proc/<pid>/exe)."""
     return os.readlink(f"/proc/{pid}/exe")

@@ -4,7 +4,6 @@
 #include <limits>
 #include <optional>
 
-#include "amqp/routing/filters.hpp"
 #include "amqp/routing/names.hpp"
 #include "amqp/routing/subject.hpp"
 #include "channel_context.hpp"
@@ -59,24 +58,6 @@ std::optional<std::string> queue_name(channel_context& ctx, const std::string& g
     return std::nullopt;
   }
   return name;
-}
-
-// nats-server before 2.14 refuses a consumer whose filters overlap without one containing the
-// other: such a binding is refused before anything is written, naming both subjects and the way out.
-std::optional<wire::refusal> overlap_refusal(channel_context& ctx, const std::string& queue,
-                                             const std::vector<std::string>& added, const std::string& binding_key) {
-  if (ctx.bus().overlapping_filters()) return std::nullopt;
-  auto filters = ctx.state().filters_of(queue);
-  filters.insert(filters.end(), added.begin(), added.end());
-  auto overlap = routing::partial_overlap(routing::normalize_filters(std::move(filters)));
-  if (!overlap) return std::nullopt;
-  const bool first_is_new = std::find(added.begin(), added.end(), overlap->first) != added.end();
-  const auto& other = first_is_new ? overlap->second : overlap->first;
-  // Short: a reply text is at most 255 octets.
-  return wire::refusal{wire::reply_code::not_implemented,
-                       "binding key " + quoted(binding_key) + " of queue " + quoted(queue) + " overlaps " + other +
-                           ", neither containing the other; this nats-server refuses that (2.14+ takes it): "
-                           "use a newer nats-server or keys that do not overlap"};
 }
 
 // Calls then() once the queue is known to exist (mirror, else bucket) and this connection may
@@ -268,13 +249,6 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn method_t
   std::string invalid;
   if (!read_queue_arguments(m.arguments, name, ctx.state().config().vhost, names(ctx), wanted, invalid))
     return ctx.fail(wire::reply_code::precondition_failed, invalid, key);
-  if (wanted.single_active_consumer && !ctx.bus().pinned_groups()) {
-    return ctx.fail(wire::reply_code::not_implemented,
-                    "queue argument 'x-single-active-consumer' needs nats-server 2.11 or later (its pinned "
-                    "consumer groups), and the bus runs an older one; run a newer nats-server (README, "
-                    "'Which nats-server')",
-                    key);
-  }
   if (auto current = find(ctx, name)) {
     if (!equivalent(ctx, name, *current, wanted)) return;
     return answer_declare(ctx, name, m.no_wait, std::move(method_turn));
@@ -307,7 +281,6 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn method_turn) {
                  // Validates the key against the kind: what NATS cannot express is refused.
                  auto filters = routing::binding_filters(exchange, kind->kind, m.routing_key);
                  if (!filters) return ctx.refuse(filters.error(), key);
-                 if (auto why = overlap_refusal(ctx, queue, *filters, m.routing_key)) return ctx.refuse(*why, key);
 
                  // A binding routes what is published after it, this channel's earlier publishes
                  // not. The mirror learns it from the bucket write, with its window.

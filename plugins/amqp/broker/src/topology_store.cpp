@@ -443,9 +443,7 @@ std::variant<std::uint64_t, failure> message_count(broker& b, bus::client& bus, 
   const auto windows = b.read_topology([&](const routing::topology& t) { return t.queue_windows(queue); });
   const bool windowed =
       std::any_of(windows.begin(), windows.end(), [](const auto& w) { return w.after != 0 || w.until != 0; });
-  // The consumer's own count is exact, or the server counts afresh (bus::client::exact_filtered_counts).
-  const bool recount = !bus.exact_filtered_counts() && windows.size() > 1;
-  if (!windowed && !recount) return info.ready();
+  if (!windowed) return info.ready();
   const std::uint64_t passed = info.delivered_stream_seq;
   std::set<std::uint64_t> outside;  // a message two windows' filters match is walked twice
   // Walks the messages from `from` up to `to` (0: the stream's end) that `w` could route.
@@ -465,12 +463,7 @@ std::variant<std::uint64_t, failure> message_count(broker& b, bus::client& bus, 
     if (w.until != 0)
       if (auto f = walk(w, std::max(passed, w.until) + 1, 0)) return *f;
   }
-  std::uint64_t undelivered = info.num_pending;
-  if (recount) {
-    auto stored = bus.count_stored(passed + 1, b.filters_of(queue));
-    if (!stored) return from_bus(stored.error());
-    undelivered = *stored;
-  }
+  const std::uint64_t undelivered = info.num_pending;
   return undelivered - std::min<std::uint64_t>(undelivered, outside.size()) + info.requeued();
 }
 

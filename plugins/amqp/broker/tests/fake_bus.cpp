@@ -94,8 +94,6 @@ class fake_puller final : public bus::puller, public std::enable_shared_from_thi
 
 fake_bus::fake_bus(boost::asio::io_context& io) : io_(io) {
   max_payload_ = 1024 * 1024;
-  overlapping_filters_ = true;  // exact counts: no recount through count_stored
-  pinned_groups_ = false;
 }
 
 fake_bus::~fake_bus() = default;
@@ -370,11 +368,6 @@ bus::bus_status fake_bus::purge_queue(const std::string& queue, const std::vecto
                                       bus::queue_sharing sharing) {
   consumers_.erase(queue);
   return ensure_queue_consumer(queue, filters, sharing);
-}
-
-bus::bus_result<std::uint64_t> fake_bus::count_stored(std::uint64_t from, const std::vector<std::string>& filters) {
-  consumer_state probe{filters, from == 0 ? 0 : from - 1, {}, {}};
-  return pending_count(probe);
 }
 
 bus::bus_result<std::optional<bus::stored_message>> fake_bus::next_message(std::uint64_t from,

@@ -114,7 +114,6 @@ class fake_bus final : public bus::client {
   bus::bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,
                               bus::queue_sharing sharing) override;
   bus::bus_result<std::uint64_t> last_sequence() override { return stream_.size(); }
-  bus::bus_result<std::uint64_t> count_stored(std::uint64_t from, const std::vector<std::string>& filters) override;
   bus::bus_result<std::optional<bus::stored_message>> next_message(std::uint64_t from,
                                                                    const std::vector<std::string>& filters) override;
   bus::bus_result<bus::delivery> read_message(std::uint64_t seq) override;

@@ -15,8 +15,7 @@ bus_result<std::shared_ptr<client>> client::open(const client_options& options) 
   auto c = std::make_shared<detail::client_impl>(options);
   using step_fn = bus_status (detail::client_impl::*)();
   for (step_fn step : {&detail::client_impl::dial, &detail::client_impl::ensure_stream,
-                       &detail::client_impl::ensure_bucket, &detail::client_impl::probe_filters,
-                       &detail::client_impl::probe_pinned_groups, &detail::client_impl::start_inbox,
+                       &detail::client_impl::ensure_bucket, &detail::client_impl::start_inbox,
                        &detail::client_impl::reclaim_unacked}) {
     if (auto done = (c.get()->*step)(); !done) {
       c->close();
@@ -69,9 +68,6 @@ std::int64_t client::request_max_bytes() const {
   return std::max(at_least, max_payload_ + delivery_overhead);
 }
 int client::replicas() const { return replicas_; }
-bool client::overlapping_filters() const { return overlapping_filters_; }
-bool client::exact_filtered_counts() const { return overlapping_filters_; }
-bool client::pinned_groups() const { return pinned_groups_; }
 
 }  // namespace amqp::bus
 

@@ -164,8 +164,6 @@ class client_impl final : public client {
   bus_status dial();
   bus_status ensure_stream();
   bus_status ensure_bucket();
-  bus_status probe_filters();
-  bus_status probe_pinned_groups();
   // An existing stream (AMQP, or the bucket's KV_amqp) is changed to what `wanted` sets of its
   // config where JetStream allows it; otherwise the step fails naming both values (`why` says
   // which setting asked for each).
@@ -218,7 +216,6 @@ class client_impl final : public client {
   bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,
                          queue_sharing sharing) override;
   bus_result<std::uint64_t> last_sequence() override;
-  bus_result<std::uint64_t> count_stored(std::uint64_t from, const std::vector<std::string>& filters) override;
   bus_result<std::optional<stored_message>> next_message(std::uint64_t from,
                                                          const std::vector<std::string>& filters) override;
   bus_result<delivery> read_message(std::uint64_t seq) override;
@@ -345,9 +342,6 @@ class client_impl final : public client {
   void report_progress();
   bus_status reclaim_queue(const json& info, const std::string& step);
   bus_status for_each_consumer(const std::string& step, const std::function<bus_status(const json&)>& each);
-  // Creates a consumer of `config` on stream AMQP and deletes it again: what the create answered
-  // (a probe of the server, or a count it makes at creation).
-  bus_result<json> create_and_drop_consumer(const std::string& step, const json& config);
   bus_result<std::optional<stored_message>> next_stored(std::uint64_t from, const std::vector<std::string>& filters,
                                                         const std::string& step);
   bus_result<std::uint64_t> kv_put_expecting(const std::string& step, const std::string& key,

@@ -105,8 +105,6 @@ bus_status client_impl::ensure_queue_consumer(const std::string& queue, const st
                      json{{"stream_name", stream_name}, {"config", consumer_config(queue, filters, sharing)}});
   if (!created) return created.error();
   const json config = created->value("config", json::object());
-  if (sharing == queue_sharing::single_active && config.value("priority_policy", std::string{}) != "pinned_client")
-    return failure(step, "the bus kept no pinned priority group (a single active consumer needs nats-server 2.11 or later)");
   auto wanted = filters;
   std::sort(wanted.begin(), wanted.end());
   const auto got = returned_filters(config);
@@ -126,8 +124,8 @@ bus_status client_impl::delete_queue_consumer(const std::string& queue) {
   return bus_ok();
 }
 
-// Queue consumers are the stream's durable ones with no inactive threshold; the probes and
-// counts this client makes for a moment each have one.
+// Queue consumers are the stream's durable ones with no inactive threshold; each client's count
+// probe has one.
 bus_result<std::vector<std::string>> client_impl::queues_with_other_ack_wait() {
   const auto wanted = std::chrono::nanoseconds(options_.ack_wait).count();
   std::vector<std::string> out;
@@ -216,33 +214,6 @@ bus_result<std::uint64_t> client_impl::last_sequence() {
   auto info = api("read the stream's last sequence", std::string{"STREAM.INFO."} + stream_name, nullptr);
   if (!info) return info.error();
   return info->value("state", json::object()).value("last_seq", std::uint64_t{0});
-}
-
-// A consumer of its own counts them (its num_pending is computed at creation), and goes at once;
-// in memory, unreplicated, acking nothing: it is never pulled. nats-server 2.10 miscounts a
-// consumer with several filters (`amqp.x` beside `amqp.x.>` counts 0), and takes only filters
-// that do not overlap: there, one consumer per filter, summed.
-bus_result<std::uint64_t> client_impl::count_stored(std::uint64_t from, const std::vector<std::string>& filters) {
-  if (filters.size() > 1 && !overlapping_filters_) {
-    std::uint64_t sum = 0;
-    for (const auto& filter : filters) {
-      auto one = count_stored(from, {filter});
-      if (!one) return one;
-      sum += *one;
-    }
-    return sum;
-  }
-  const std::string step = "count the stream's messages";
-  json config = {{"deliver_policy", "by_start_sequence"},
-                 {"opt_start_seq", std::max<std::uint64_t>(from, 1)},
-                 {"ack_policy", "none"},
-                 {"mem_storage", true},
-                 {"num_replicas", 1},
-                 {"inactive_threshold", 5 * ns_per_second},
-                 {"filter_subjects", filters}};
-  auto created = create_and_drop_consumer(step, config);
-  if (!created) return created.error();
-  return created->value("num_pending", std::uint64_t{0});
 }
 
 bus_result<std::optional<stored_message>> client_impl::next_message(std::uint64_t from,

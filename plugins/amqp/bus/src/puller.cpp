@@ -23,9 +23,6 @@ namespace {
 // Longer than the server's 408 takes to arrive on a loaded machine: a request still open this
 // long after its expiry is taken for lost (the inbox is replaced, which ends it for certain).
 constexpr std::chrono::milliseconds answer_margin{3000};
-// How long a no-wait pull may wait for a message on a server whose counts are inexact
-// (client::exact_filtered_counts): basic.get answers get-empty that much later there.
-constexpr std::chrono::milliseconds inexact_no_wait_expires{100};
 // A drain waits at most this long for the server to confirm the UNSUB.
 constexpr int drain_timeout_ms = 5000;
 // A single_active queue's no-wait request meets the pinned puller's turn (the server leaves it
@@ -520,9 +517,6 @@ bool client_impl::publish_pull(const std::string& queue, const std::string& repl
   }
   if (expires.count() <= 0) {
     request["no_wait"] = true;  // basic.get: answer at once, 404 when empty
-    // A server that may count a consumer's pending messages wrong answers a no-wait pull from
-    // that count: there the request may wait a moment for a message it would otherwise miss.
-    if (!exact_filtered_counts()) request["expires"] = std::chrono::nanoseconds(inexact_no_wait_expires).count();
     if (pin) request["expires"] = std::chrono::nanoseconds(pinned_no_wait_expires).count();
   } else {
     request["expires"] = std::chrono::duration_cast<std::chrono::nanoseconds>(expires).count();

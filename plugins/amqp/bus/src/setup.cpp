@@ -69,14 +69,6 @@ bus_status client_impl::converge_stream(const std::string& step, const std::stri
   const auto refused = update_stream(step, stream, info, wanted);
   if (!refused) return bus_ok();
   const json found = info.value("config", json::object());
-  // nats-server before 2.12 cannot change max_consumers, and there a stream without one is
-  // unlimited: it is left so, and what else differs is changed.
-  if (found.value("max_consumers", std::int64_t{-1}) <= 0) {
-    std::vector<stream_setting> rest;
-    for (const auto& w : wanted)
-      if (std::string_view{w.field} != "max_consumers") rest.push_back(w);
-    if (rest.size() < wanted.size() && !update_stream(step, stream, info, rest)) return bus_ok();
-  }
   std::string text;
   for (const auto& w : wanted) {
     const auto was = found.value(w.field, std::int64_t{0});
@@ -86,8 +78,7 @@ bus_status client_impl::converge_stream(const std::string& step, const std::stri
   }
   return failure(step, "stream " + stream + ": " + text + ", but the bus refused the change (" + *refused +
                            "); set the variable to what the stream has, or give the bus what the change needs "
-                           "(servers for its replicas, nats-server 2.12 or later and an account limit for its "
-                           "consumers)");
+                           "(servers for its replicas, an account limit for its consumers)");
 }
 
 bus_status client_impl::check_account_consumers(const std::string& step) {
@@ -203,8 +194,6 @@ bus_status client_impl::join(const client& service_client) {
     return nats_failure("bucket " + std::string{bucket_name} + " as " + user_text(), s);
   }
   kv_.reset(kv);
-  overlapping_filters_ = service.overlapping_filters_;
-  pinned_groups_ = service.pinned_groups_;
   stream_created_ = service.stream_created_;
   return bus_ok();
 }
@@ -222,48 +211,6 @@ bus_status client_impl::check_inbox_permitted() {
                      bus_errc::denied);
   }
   return bus_ok();
-}
-
-// nats-server before 2.14 refuses a consumer whose filters overlap without one containing the
-// other (JetStream error 10138); later ones take it and deliver a message matching both once.
-// Asked of the server itself; the probe consumer is deleted at once either way.
-bus_status client_impl::probe_filters() {
-  constexpr int js_overlapping_filters = 10138;
-  const std::string step = "consumer probe";
-  json config = {{"deliver_policy", "new"},
-                 {"ack_policy", "explicit"},
-                 {"inactive_threshold", 5 * ns_per_second},
-                 {"filter_subjects", {"amqp._probe.*.b", "amqp._probe.a.*"}}};
-  auto created = create_and_drop_consumer(step, config);
-  if (!created && created.error().js_code != js_overlapping_filters) return created.error();
-  overlapping_filters_ = created.ok();
-  return bus_ok();
-}
-
-// nats-server 2.11 brought priority groups; an older one takes the fields and ignores them, so
-// what it kept is what tells.
-bus_status client_impl::probe_pinned_groups() {
-  json config = {{"deliver_policy", "new"},
-                 {"ack_policy", "explicit"},
-                 {"inactive_threshold", 5 * ns_per_second},
-                 {"filter_subject", "amqp._probe.pinned"},
-                 {"priority_policy", "pinned_client"},
-                 {"priority_groups", {pinned_group}}};
-  auto created = create_and_drop_consumer("consumer probe", config);
-  if (!created) return created.error();
-  pinned_groups_ = created->value("config", json::object()).value("priority_policy", std::string{}) == "pinned_client";
-  return bus_ok();
-}
-
-bus_result<json> client_impl::create_and_drop_consumer(const std::string& step, const json& config) {
-  auto created = api(step, std::string{"CONSUMER.CREATE."} + stream_name,
-                     json{{"stream_name", stream_name}, {"config", config}});
-  if (!created) return created;
-  if (const std::string name = created->value("name", std::string{}); !name.empty()) {
-    auto deleted = api(step, std::string{"CONSUMER.DELETE."} + stream_name + "." + name, nullptr);
-    if (!deleted && deleted.error().kind != bus_errc::not_found) return deleted.error();
-  }
-  return created;
 }
 
 }  // namespace amqp::bus::detail

@@ -78,25 +78,4 @@ std::vector<std::string> normalize_filters(std::vector<std::string> filters) {
   return kept;
 }
 
-bool filters_collide(std::string_view a, std::string_view b) {
-  token_cursor x(a);
-  token_cursor y(b);
-  while (!x.done() && !y.done()) {
-    auto p = x.next();
-    auto q = y.next();
-    if (p == ">" || q == ">") return true;  // the rest of the other, at least one token
-    if (p != "*" && q != "*" && p != q) return false;
-  }
-  return x.done() && y.done();
-}
-
-std::optional<std::pair<std::string, std::string>> partial_overlap(const std::vector<std::string>& normalized) {
-  for (std::size_t i = 0; i < normalized.size(); ++i) {
-    for (std::size_t j = i + 1; j < normalized.size(); ++j) {
-      if (filters_collide(normalized[i], normalized[j])) return std::pair{normalized[i], normalized[j]};
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace amqp::routing

@@ -58,17 +58,6 @@ TEST_CASE("normalize_filters drops covered filters, dedupes and sorts") {
   CHECK(normalize_filters({}).empty());
 }
 
-TEST_CASE("filters_collide and partial_overlap") {
-  CHECK(filters_collide("amqp.t.a.*", "amqp.t.*.b"));
-  CHECK(filters_collide("amqp.t.>", "amqp.t.a"));
-  CHECK_FALSE(filters_collide("amqp.t.>", "amqp.t"));
-  CHECK_FALSE(filters_collide("amqp.t.a", "amqp.t.b"));
-  CHECK_FALSE(filters_collide("amqp.t.*", "amqp.t.a.b"));
-  CHECK(partial_overlap({"amqp._.q", "amqp.t.*.b", "amqp.t.a.*"}) ==
-        std::optional{std::pair<std::string, std::string>{"amqp.t.*.b", "amqp.t.a.*"}});
-  CHECK_FALSE(partial_overlap({"amqp._.q", "amqp.t", "amqp.t.>"}).has_value());
-}
-
 namespace {
 
 // Random filters and subjects over a tiny alphabet, so that they collide often.
@@ -116,7 +105,7 @@ bool any_matches(const filters& fs, const std::string& subject) {
 
 }  // namespace
 
-TEST_CASE("property: normalize keeps the matched set; collisions are exactly shared subjects") {
+TEST_CASE("property: normalize keeps the matched set") {
   generator gen;
   const auto subjects = all_subjects();
   for (int round = 0; round < 200; ++round) {
@@ -133,13 +122,6 @@ TEST_CASE("property: normalize keeps the matched set; collisions are exactly sha
       if (lost.empty() && any_matches(normal, s) != any_matches(input, s)) lost = s;
     }
     CHECK(lost == "");
-    for (std::size_t i = 0; i + 1 < input.size(); ++i) {
-      const bool shared = std::any_of(subjects.begin(), subjects.end(), [&](const std::string& s) {
-        return subject_matches(input[i], s) && subject_matches(input[i + 1], s);
-      });
-      CAPTURE(input[i + 1]);
-      CHECK(filters_collide(input[i], input[i + 1]) == shared);
-    }
   }
 }
 

@@ -88,8 +88,8 @@ std::optional<std::string> refuse_server_version(const std::optional<std::string
   }
   if (compare(*version, *parse_server_version(minimum_server_version)) < 0) {
     return "the bus is nats-server " + *published + ", older than " + minimum +
-           ", the oldest the amqp adaptor mounts on (earlier servers can hold a redelivery back for the "
-           "ack wait: nats-server PRs #5305 and #5338): " + remedy();
+           ", the oldest the amqp adaptor mounts on (the oldest release line NATS supports; earlier "
+           "servers refuse or miscount the consumers queues need): " + remedy();
   }
   return std::nullopt;
 }

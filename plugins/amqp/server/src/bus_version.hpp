@@ -1,8 +1,9 @@
 #pragma once
-// Which nats-server the adaptor mounts on (README, 'Which nats-server'). Below 2.10.16 it refuses:
-// older servers can hold back a redelivery that meets only an expired or dead pull request until
-// the ack wait is over (nats-server PRs #5305, 2.10.14, and #5338, 2.10.16), and
-// 2.9 has no multi-filter consumers. pubsub publishes the version of the server it launched or
+// Which nats-server the adaptor mounts on (README, 'Which nats-server'): the oldest release line
+// the NATS project supports, from the release that fixed a panic in pinned priority groups
+// (single active consumer's). Its consumers take partly overlapping filters, count a
+// multi-filter backlog exactly, take pinned groups, and its streams' max_consumers can change;
+// the adaptor relies on all four. pubsub publishes the version of the server it launched or
 // dialled as "server_version"; mount checks it before dialing the bus. Pure, no I/O.
 #include <optional>
 #include <string>
@@ -11,7 +12,7 @@
 namespace amqp::server {
 
 // The oldest nats-server the adaptor mounts on.
-inline constexpr std::string_view minimum_server_version = "2.10.16";
+inline constexpr std::string_view minimum_server_version = "2.14.3";
 
 // MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD], as nats-server reports it in INFO ("2.15.2",
 // "2.11.0-RC.1"); the build part is ignored.
@@ -26,7 +27,7 @@ struct server_version {
 std::optional<server_version> parse_server_version(std::string_view text);
 
 // Semantic-versioning order: negative, zero or positive. A prerelease comes before its release
-// (2.10.16-RC.1 < 2.10.16); prereleases of one release compare as text.
+// (2.14.3-RC.1 < 2.14.3); prereleases of one release compare as text.
 int compare(const server_version& a, const server_version& b);
 
 // nullopt when `published` (pubsub's "server_version"; nullopt when it published none) is at

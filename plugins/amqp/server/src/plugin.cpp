@@ -87,7 +87,7 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     if (!url || url->empty()) {
       return failed("bus", "pubsub published no url; mount pubsub before amqp (its manifest row comes first)");
     }
-    // The bus's nats-server must be one the adaptor supports (bus_version.hpp: 2.10.16 or newer).
+    // The bus's nats-server must be one the adaptor supports (bus_version.hpp).
     if (auto refusal = refuse_server_version(host.lookup("pubsub", "server_version"))) {
       return failed("bus version", *refusal);
     }
@@ -125,14 +125,6 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
                                   (cfg.replicas ? "CLOUD_AMQP_REPLICAS" : embedded ? "the embedded server" :
                                                                                      "the smaller of 3 and the bus's servers") +
                                   ")");
-    if (!bus_->exact_filtered_counts()) {
-      host.log(log_level::warning,
-               "nats-server before 2.12 can skip part of a queue's backlog when the queue's filters hold a "
-               "subject beside its own extension (a fanout binding, a topic binding ending in '#', a direct "
-               "binding with the empty key beside others), and this one predates 2.14, so it may; a consumer "
-               "that keeps up is not affected. Run nats-server 2.12 or later (README, 'Which nats-server')");
-    }
-
     broker::settings settings;
     settings.handshake_timeout = cfg.handshake_timeout;
     // The bus refuses a message over its max payload; the smaller of what pubsub said and what

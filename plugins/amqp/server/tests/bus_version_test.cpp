@@ -50,24 +50,24 @@ TEST_CASE("versions order numerically, a prerelease before its release") {
   CHECK(order("2.10.16+meta", "2.10.16") == 0);
 }
 
-TEST_CASE("the minimum is 2.10.16") {
-  CHECK(minimum_server_version == "2.10.16");
+TEST_CASE("the minimum is 2.14.3") {
+  CHECK(minimum_server_version == "2.14.3");
   CHECK(parse_server_version(minimum_server_version).has_value());
 }
 
 TEST_CASE("servers at or above the minimum are accepted") {
-  for (const char* v : {"2.10.16", "2.10.27", "2.11.0-RC.1", "2.14.0", "2.15.2", "3.0.0"}) {
+  for (const char* v : {"2.14.3", "2.14.5", "2.15.0-RC.1", "2.15.2", "3.0.0"}) {
     CAPTURE(v);
     CHECK_FALSE(refuse_server_version(std::string(v)).has_value());
   }
 }
 
 TEST_CASE("a server below the minimum is refused naming its version, the minimum and the remedy") {
-  for (const char* v : {"2.9.10", "2.10.15", "2.10.16-RC.2", "1.4.1"}) {
+  for (const char* v : {"2.9.10", "2.10.27", "2.12.12", "2.14.2", "2.14.3-RC.2", "1.4.1"}) {
     CAPTURE(v);
     const auto refusal = refuse_server_version(std::string(v));
     REQUIRE(refusal.has_value());
-    CHECK(refusal->find(std::string("nats-server ") + v + ", older than 2.10.16") != std::string::npos);
+    CHECK(refusal->find(std::string("nats-server ") + v + ", older than 2.14.3") != std::string::npos);
     CHECK(refusal->find("CLOUD_PUBSUB_URL") != std::string::npos);
     CHECK(refusal->find("NATS_SERVER_BIN") != std::string::npos);
   }
@@ -78,7 +78,7 @@ TEST_CASE("an absent or unparsable version is refused, saying so") {
     const auto refusal = refuse_server_version(none);
     REQUIRE(refusal.has_value());
     CHECK(refusal->find("published no server_version") != std::string::npos);
-    CHECK(refusal->find("2.10.16 or newer") != std::string::npos);
+    CHECK(refusal->find("2.14.3 or newer") != std::string::npos);
     CHECK(refusal->find("CLOUD_PUBSUB_URL") != std::string::npos);
   }
   const auto refusal = refuse_server_version(std::string("banana"));

@@ -42,7 +42,7 @@ struct client_options {
   std::string creds_file;  // empty: no credentials
   // Set (client::sign_in): the client's user instead of the URL's or the creds file's.
   std::optional<credentials> who;
-  // Bounds dialing, stream/bucket setup, the probe and the watch's initial replay.
+  // Bounds dialing, stream/bucket setup and the watch's initial replay.
   std::chrono::steady_clock::time_point deadline;
   // Stream AMQP and bucket amqp (queue consumers inherit the stream's: interest retention
   // requires it); an existing stream or bucket is changed to it. 0: the smaller of 3 and the
@@ -76,12 +76,11 @@ struct client_options {
 };
 
 // The consumers of stream AMQP that are not queues, which its max_consumers leaves room for: each
-// bus client's count probe (the adaptor's own, and each signed-in user's) and the short-lived
-// consumers that count or probe the server.
+// bus client's count probe (the adaptor's own, and each signed-in user's).
 inline constexpr std::uint64_t adaptor_consumers = 1'000;
 
 // How a queue's consumers share its messages. single_active: RabbitMQ's single active consumer,
-// as JetStream's pinned priority group (nats-server 2.11+, client::pinned_groups): the server
+// as JetStream's pinned priority group: the server
 // gives the queue's messages to one puller at a time, the one it pinned; the others wait until
 // that puller stops (which unpins it) or stops renewing its pin (pin_timeout).
 enum class queue_sharing { all_consumers, single_active };
@@ -218,8 +217,7 @@ class client : public std::enable_shared_from_this<client> {
                                           std::uint64_t revision)>;
 
   // The mount steps, in order, each failing with a message naming the step:
-  //   "dial <url>: …", "stream AMQP: …", "bucket amqp: …", "consumer probe: …",
-  //   "reclaim unacknowledged deliveries: …".
+  //   "dial <url>: …", "stream AMQP: …", "bucket amqp: …", "reclaim unacknowledged deliveries: …".
   // A pre-existing AMQP stream whose subjects or retention differ is refused, never changed;
   // one with another replica count is changed, or refused when the bus cannot change it.
   static bus_result<std::shared_ptr<client>> open(const client_options& options);
@@ -230,7 +228,7 @@ class client : public std::enable_shared_from_this<client> {
   // refuses the credentials, or the user may not receive its answers (`_INBOX.>`).
   virtual bus_result<std::shared_ptr<client>> sign_in(const credentials& who,
                                                       std::chrono::steady_clock::time_point deadline) = 0;
-  // Blocking. A signed-in client takes `service`'s stream, bucket and probed facts: kind denied
+  // Blocking. A signed-in client takes `service`'s stream and bucket: kind denied
   // when its user is not of `service`'s NATS account (a virtual host). Idempotent.
   virtual bus_status join(const client& service) = 0;
 
@@ -243,17 +241,6 @@ class client : public std::enable_shared_from_this<client> {
   // server takes, and for two such requests within the server's default max_pending.
   std::int64_t request_max_bytes() const;
   int replicas() const;              // as decided at open (client_options::replicas)
-  // Whether the server takes a consumer whose filters overlap without one containing the other
-  // (`amqp.t.a.*` and `amqp.t.*.b`): nats-server 2.14 and later. Probed at open.
-  bool overlapping_filters() const;
-  // Whether a consumer with several filters counts what it has pending exactly once its filters
-  // changed. nats-server 2.10 recounts such a consumer wrong (`amqp.x` beside `amqp.x.>` counts
-  // nothing), and a no-wait pull is answered from that count; 2.14 and later count right. The
-  // same servers that take overlapping filters, so that probe tells them apart.
-  bool exact_filtered_counts() const;
-  // Whether the server has pinned priority groups (queue_sharing::single_active): nats-server
-  // 2.11 and later. Probed at open; an older server ignores the setting, so it must not be asked.
-  bool pinned_groups() const;
 
   // ---- topology (KV bucket amqp) -------------------------------------------------------
   // Replays the bucket's current entries SYNCHRONOUSLY (on_change runs on the calling thread
@@ -283,8 +270,7 @@ class client : public std::enable_shared_from_this<client> {
   // normalized by the caller (subsumed, deduplicated, sorted), at least one. Fails with kind
   // conflict when the server's returned config does not carry exactly them (another writer's
   // update came in between: read the bindings again and retry).
-  // A single_active queue's consumer carries the pinned group; a server that does not keep it
-  // (before 2.11) fails the call.
+  // A single_active queue's consumer carries the pinned group.
   virtual bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters,
                                            queue_sharing sharing = queue_sharing::all_consumers) = 0;
   virtual bus_status delete_queue_consumer(const std::string& queue) = 0;  // not found is ok
@@ -315,9 +301,6 @@ class client : public std::enable_shared_from_this<client> {
   virtual bus_status purge_subject(const std::string& subject) = 0;
   // The stream's last sequence: every message stored before the call has one at most this.
   virtual bus_result<std::uint64_t> last_sequence() = 0;
-  // How many messages stored at or after `from` match one of `filters` (normalized), counted
-  // afresh by the server (see exact_filtered_counts).
-  virtual bus_result<std::uint64_t> count_stored(std::uint64_t from, const std::vector<std::string>& filters) = 0;
   // The first message stored at or after `from` whose subject matches one of `filters`;
   // nullopt when there is none.
   virtual bus_result<std::optional<stored_message>> next_message(std::uint64_t from,
@@ -390,8 +373,6 @@ class client : public std::enable_shared_from_this<client> {
   client() = default;
   std::int64_t max_payload_ = 0;
   int replicas_ = 1;
-  bool overlapping_filters_ = false;
-  bool pinned_groups_ = false;
 };
 
 }  // namespace amqp::bus
