@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Topology-at-scale probes for `bench/run --scale` (issue #32), one AMQP broker at a time,
+"""Topology-at-scale probes for `bench/run --scale`, one AMQP broker at a time,
 with pika's blocking connection (Debian's python3-pika 1.2), so that RabbitMQ and the adaptor
 are measured by the same client. Each subcommand prints one line of key=value figures on stdout.
 

@@ -73,7 +73,8 @@ http_reply answer(const application& app, std::string_view method, std::string_v
   if (method != "GET") return error_reply(405, "method not allowed; only GET is served", path);
   if (path == "/v1/health") return overall_health(app);
   for (const auto& row : app.apps().rows) {
-    // Liveness of the process, not of the capability (HIP-1326 §7): constant for every row.
+    // Liveness of the process, not of the capability (HIP-1326, "It mounts one HTTP route, and
+    // does not serve it"): constant for every row.
     if (path == "/v1/" + row.name + "/health") {
       return {200, json{{"service", row.name}, {"status", "ok"}}.dump()};
     }

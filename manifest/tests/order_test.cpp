@@ -1,5 +1,5 @@
-// Freezes the shipped manifest: amqp dials pubsub's URL at mount (HIP-1326 §5), so the amqp
-// row must come after pubsub, and both must be eager (amqp owns a listener).
+// Freezes the shipped manifest: amqp dials pubsub's URL at mount (HIP-1326, "Fail closed at
+// boot"), so the amqp row must come after pubsub, and both must be eager (amqp owns a listener).
 #include <doctest/doctest.h>
 
 #include "manifest/manifest.hpp"

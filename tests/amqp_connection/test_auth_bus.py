@@ -1,4 +1,4 @@
-"""Authentication decided by the bus, and vhosts as tenants (issue 19, items 1, 2, 3 and 5): with
+"""Authentication decided by the bus, and vhosts as tenants: with
 CLOUD_AMQP_AUTH=bus the credentials of connection.start-ok sign in to the bus, whose users,
 accounts and subject permissions then decide what the connection may do; every vhost is a NATS
 account of its own. The test's own nats-server has three accounts: AMQP, vhost "/" (the

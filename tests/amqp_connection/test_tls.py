@@ -1,4 +1,4 @@
-"""The amqps listener (issue 19, item 4): TLS 1.2 and later through Boost.Asio's OpenSSL support, on
+"""The amqps listener: TLS 1.2 and later through Boost.Asio's OpenSSL support, on
 CLOUD_AMQPS_PORT when CLOUD_AMQPS_CERT and CLOUD_AMQPS_KEY name PEM files; with CLOUD_AMQPS_CA,
 client certificates are required and verified. A failed handshake, a plain-text client on the TLS
 port and a TLS client on the plain port are each closed without harm to other connections.

@@ -1,4 +1,4 @@
-"""Dead-lettering and the delivery limit (issue 17, items 1-3), through pika: x-dead-letter-exchange,
+"""Dead-lettering and the delivery limit, through pika: x-dead-letter-exchange,
 x-dead-letter-routing-key and x-delivery-limit as RabbitMQ's documentation specifies them. A message
 rejected without requeue, expired (also at the head of a queue nobody consumes) or returned more often
 than the limit is published to the dead-letter exchange with its properties, its body and RabbitMQ's
@@ -93,7 +93,7 @@ class Rejected(DeadLetterCase):
         self.assertEqual(self.ch.basic_get(self.q, auto_ack=True)[0], None)
 
     def test_the_primers_consumer_dead_letters_its_poison_message(self):
-        # ../shared/seeds/004's canonical consumer, its dotted names spelled with '-' (issue 18).
+        # The AMQP primer's canonical consumer, its dotted names spelled with '-'.
         orders, dlx = "orders-" + self.q, "orders-dlx-" + self.q
         self.ch.exchange_declare(orders, exchange_type="topic", durable=True)
         self.ch.exchange_declare(dlx, exchange_type="fanout", durable=True)

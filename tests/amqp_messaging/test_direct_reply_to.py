@@ -1,4 +1,4 @@
-"""RabbitMQ's direct reply-to (issue 21), through pika, as RabbitMQ's RPC tutorial uses it: the
+"""RabbitMQ's direct reply-to, through pika, as RabbitMQ's RPC tutorial uses it: the
 requester consumes the pseudo-queue amq.rabbitmq.reply-to with no-ack and publishes its request
 with reply_to = amq.rabbitmq.reply-to; the server replies through the default exchange to the
 reply_to it received. Nothing is stored; a reply to a requester that is gone is dropped, or

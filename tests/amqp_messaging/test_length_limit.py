@@ -1,4 +1,4 @@
-"""Queue length limits (issue 17, item 4), through pika: x-max-length with x-overflow drop-head (the
+"""Queue length limits, through pika: x-max-length with x-overflow drop-head (the
 default: the oldest ready messages leave, dead-lettered as `maxlen`), reject-publish (the publish
 is nacked and the queue keeps what it has) and reject-publish-dlx (nacked and dead-lettered).
 Only ready messages count, as in RabbitMQ. x-max-length-bytes stays refused, naming the remedy.

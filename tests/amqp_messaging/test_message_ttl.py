@@ -1,4 +1,4 @@
-"""Message TTL (issue 17, item 2), through pika: RabbitMQ's `expiration` property and the queue
+"""Message TTL, through pika: RabbitMQ's `expiration` property and the queue
 argument x-message-ttl. A message that waited in its queue longer than the lower of the two is
 never delivered, to a consumer or to basic.get; a value that is not a count of milliseconds is
 refused with 406, and so is a re-declaration with another x-message-ttl, as RabbitMQ answers.

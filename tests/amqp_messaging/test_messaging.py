@@ -1,4 +1,6 @@
-"""AMQP messaging over JetStream (issue 5; HIP-1326 §2.2, §3, §4.1) with a stock client.
+"""AMQP messaging over JetStream (HIP-1326: "A message keeps its properties and stays readable",
+"Acknowledgement, and what bounds a consumer", "What IS implemented, and is commonly assumed not
+to be") with a stock client.
 
 A real `cloud` (embedded nats-server) and pika, /usr/bin/python3. Every test names its own
 exchanges and queues, so the tests of this file share one `cloud`.
@@ -288,9 +290,10 @@ class Consumers(Base):
 
 class NoAckBound(Base):
     def test_a_no_ack_consumer_that_does_not_read_leaves_the_backlog_in_the_queue(self):
-        # No prefetch bounds a no-ack consumer (§3); the socket does. A client that stops reading
-        # must leave the messages in the queue, not in the adaptor's memory: once its output is
-        # backlogged (4 MiB plus what the kernel buffers) the consumer stops pulling.
+        # No prefetch bounds a no-ack consumer (HIP-1326, "Acknowledgement, and what bounds a
+        # consumer"); the socket does. A client that stops reading must leave the messages in the
+        # queue, not in the adaptor's memory: once its output is backlogged (4 MiB plus what the
+        # kernel buffers) the consumer stops pulling.
         q = self.queue()
         self.ch.confirm_delivery()
         body = b"x" * (16 * 1024)

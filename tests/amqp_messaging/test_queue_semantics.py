@@ -1,4 +1,4 @@
-"""RabbitMQ's queue semantics around cancel, close and requeue (issue 14), through pika and, where
+"""RabbitMQ's queue semantics around cancel, close and requeue, through pika and, where
 the order of frames on the wire is the point, a raw socket speaking pika's frame codec.
 
 - After basic.cancel, channel close or connection close, every message the consumer had not had

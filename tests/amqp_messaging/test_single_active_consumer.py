@@ -1,4 +1,4 @@
-"""Single active consumer (issue 17, item 5), through pika: a queue declared with
+"""Single active consumer, through pika: a queue declared with
 x-single-active-consumer gives its messages to one consumer at a time, across `cloud` replicas (the
 claim is the bus's pinned consumer group). When the active consumer is
 cancelled, the next one takes over at once (what the cancelled one holds stays its channel's);

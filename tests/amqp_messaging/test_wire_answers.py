@@ -1,4 +1,4 @@
-"""Answers RabbitMQ clients rely on where the order of frames on the wire is the point (issue 21):
+"""Answers RabbitMQ clients rely on where the order of frames on the wire is the point:
 a raw socket speaking pika's frame codec, against a real `cloud`.
 
 - connection.close with frames pipelined behind it: close-ok arrives and the connection ends

@@ -1,5 +1,7 @@
-// AMQP messaging over JetStream (issue 5; HIP-1326 §2.2, §3, §4, §4.1) through amqplib, the
-// Node client, in its promise API. One real `cloud` serves the whole file (AMQP_URL, given by
+// AMQP messaging over JetStream (HIP-1326: "A message keeps its properties and stays readable",
+// "Acknowledgement, and what bounds a consumer", "What is not implemented, and how it says so",
+// "What IS implemented, and is commonly assumed not to be") through amqplib, the Node client, in
+// its promise API. One real `cloud` serves the whole file (AMQP_URL, given by
 // run_node_tests.py); every test names its own exchanges and queues.
 'use strict';
 

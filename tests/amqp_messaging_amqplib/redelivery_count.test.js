@@ -1,4 +1,4 @@
-// x-delivery-count on the first redelivery (issue 5: "JetStream's delivered count − 1, as a
+// x-delivery-count on the first redelivery (specified as "JetStream's delivered count − 1, as a
 // quorum queue does"): after exactly one earlier delivery, a RabbitMQ quorum queue says 1,
 // however the message was given up. A ctest of its own (run_node_tests.py, AMQPLIB_TESTS) so
 // that a known defect here can be labelled without hiding the rest of messaging.test.js.

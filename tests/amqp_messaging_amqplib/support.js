@@ -11,7 +11,8 @@ if (!URL) {
   throw new Error('AMQP_URL is not set: run these tests through run_node_tests.py (ctest)');
 }
 
-// One subject word (HIP-1326 §2): letters, digits and dashes only.
+// One subject word (HIP-1326, "Exchanges, queues and bindings become subjects, consumers and
+// filters"): letters, digits and dashes only.
 function name(prefix) {
   return `amqplib-${prefix}-${crypto.randomBytes(5).toString('hex')}`;
 }

@@ -1,4 +1,4 @@
-"""2,000 queues on one bus (issue 32, item 4): each declared and bound, each consumed by a
+"""2,000 queues on one bus: each declared and bound, each consumed by a
 consumer of its own, and all deleted, through pika; the bus holds one consumer per queue while
 they exist and none of theirs after. Past nats-server's default of 1,000 consumers per stream:
 stream AMQP carries CLOUD_AMQP_MAX_QUEUES' limit. With 1,500 queues kept, `cloud` stops on

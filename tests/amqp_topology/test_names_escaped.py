@@ -1,4 +1,4 @@
-"""Every name a RabbitMQ client uses (issue 18): under CLOUD_AMQP_NAMES=escaped any UTF-8 name of up
+"""Every name a RabbitMQ client uses: under CLOUD_AMQP_NAMES=escaped any UTF-8 name of up
 to 255 octets names an exchange or a queue, spelled injectively on the bus; the standard exchanges
 are RabbitMQ's; switching modes never reinterprets a declaration. python3-pika against the real
 `cloud` on a nats-server of the test's own, read back through the JetStream API.
@@ -64,8 +64,9 @@ class Escaped(ConfirmedChannel, unittest.TestCase):
         ch.queue_declare(shipping, passive=True)
 
     def test_an_exchange_and_key_that_share_a_dotted_spelling_stay_apart(self):
-        # Exchange 'a' with key 'b.c' and exchange 'a.b' with key 'c': the reason HIP-1326 §2
-        # refuses dots, and what an injective spelling keeps apart.
+        # Exchange 'a' with key 'b.c' and exchange 'a.b' with key 'c': the reason HIP-1326's
+        # "Exchanges, queues and bindings become subjects" refuses dots, and what an injective
+        # spelling keeps apart.
         ch = self.ch
         ch.exchange_declare("a", exchange_type="topic")
         ch.exchange_declare("a.b", exchange_type="topic")

@@ -1,4 +1,4 @@
-"""x-expires (issue 17, item 2), through pika: a queue nothing uses (no consumer on any replica, no
+"""x-expires, through pika: a queue nothing uses (no consumer on any replica, no
 basic.get, no declaration, passive ones included, as RabbitMQ counts them) for that many milliseconds is deleted, with its consumer on the bus
 and its messages, as RabbitMQ deletes it; a consumer on another `cloud` replica keeps it. Runs on
 the pinned nats-server and, as its .floor twin, on the floor.

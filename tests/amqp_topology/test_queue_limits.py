@@ -1,4 +1,4 @@
-"""How many queues there may be (issue 32, item 1): CLOUD_AMQP_MAX_QUEUES bounds a vhost's queues
+"""How many queues there may be: CLOUD_AMQP_MAX_QUEUES bounds a vhost's queues
 with RabbitMQ's own refusal; stream AMQP's max_consumers is set from it and converged at boot;
 and a bus that refuses a queue's consumer for a limit is answered 406 naming the limit, the
 setting and the remedy, with nothing left declared. Runs on the pinned nats-server and, as its

@@ -1,4 +1,4 @@
-"""What a queue holds is decided when a message is published (issue 21, item 1): a later unbind,
+"""What a queue holds is decided when a message is published: a later unbind,
 exchange delete or auto-delete takes nothing away, and a later bind brings nothing earlier in.
 python3-pika against the real `cloud`; each test uses names of its own on one shared cloud.
 

@@ -1,5 +1,7 @@
-"""Topology through a stock client (issue 4; HIP-1326 §1, §2, §4, §6): python3-pika against
-the real `cloud` (embedded nats-server, or an existing one for replicas and restarts).
+"""Topology through a stock client (HIP-1326: "Where it sits", "Exchanges, queues and bindings
+become subjects, consumers and filters", "What is not implemented, and how it says so", "Two
+facts a single process cannot answer for the fleet"): python3-pika against the real `cloud`
+(embedded nats-server, or an existing one for replicas and restarts).
 
 Run by ctest (cloud_python_test): /usr/bin/python3 with tests/support on PYTHONPATH.
 """

@@ -1,7 +1,9 @@
-// Topology through rabbitmq-c against the real `cloud` (issue 4; HIP-1326 §1, §2, §4, §6):
-// what the pika suite shows, what pika cannot send (every nowait flag: no -ok arrives and the
-// effect happened, proven by the answer to the next synchronous method), exchange
-// auto-delete, and two replicas on one bus.
+// Topology through rabbitmq-c against the real `cloud` (HIP-1326: "Where it sits", "Exchanges,
+// queues and bindings become subjects, consumers and filters", "What is not implemented, and how
+// it says so", "Two facts a single process cannot answer for the fleet"): what the pika suite
+// shows, what pika cannot send (every nowait flag: no -ok arrives and the effect happened, proven
+// by the answer to the next synchronous method), exchange auto-delete, and two replicas on one
+// bus.
 #include <doctest/doctest.h>
 
 #include <initializer_list>

@@ -1,8 +1,8 @@
-"""HIP-1326 §5: amqp's mount fails CLOSED. For each way the bus or the port can be wrong,
-`cloud` exits non-zero within the startup window, the log names the failing step, and
-nothing accepts on the AMQP port. A bus below the adaptor's floor (nats-server 2.14.3) is one
-of them: Debian 12's 2.9.10 (CLOUD_TEST_NATS_SERVER_BELOW_FLOOR) is this suite's fixture, the
-only place the project runs it."""
+"""HIP-1326, "Fail closed at boot": amqp's mount fails CLOSED. For each way the bus or the port
+can be wrong, `cloud` exits non-zero within the startup window, the log names the failing step,
+and nothing accepts on the AMQP port. A bus below the adaptor's floor (nats-server 2.14.3) is
+one of them: Debian 12's 2.9.10 (CLOUD_TEST_NATS_SERVER_BELOW_FLOOR) is this suite's fixture,
+the only place the project runs it."""
 import os
 import socket
 import subprocess

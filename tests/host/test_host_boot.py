@@ -127,7 +127,8 @@ class StoppingTest(unittest.TestCase):
             self.assertIn("pubsub recovered", cloud.log)
             self.assertIn(f"-p {port} ", " ".join(cloudtest.command_line_of(new_pid)) + " ")
             self.assertIn(cloud.data_dir, " ".join(cloudtest.command_line_of(new_pid)))
-            # Liveness routes stay constant (HIP-1326 §7).
+            # Liveness routes stay constant (HIP-1326, "It mounts one HTTP route, and does not serve
+            # it").
             self.assertEqual(cloud.get("/v1/pubsub/health"), (200, {"service": "pubsub", "status": "ok"}))
 
     def test_with_restarts_off_a_dead_nats_server_leaves_pubsub_degraded(self):

@@ -1,4 +1,4 @@
-"""The installed Debian package (issue 7), run by scripts/package-check as the user `cloud`.
+"""The installed Debian package, run by scripts/package-check as the user `cloud`.
 
 CLOUD_BIN is /usr/bin/cloud and the manifest and plugin directory are the packaged ones; the
 harness (tests/support/cloudtest.py) gives the host ephemeral ports and a temporary data dir,

@@ -269,7 +269,8 @@ def get_after_consume():
 def unacked_across_restart():
     """A consumer holds `held` unacked across a server restart: amqp-consume cannot ack it once
     the server closed its connection, and exits non-zero; a new amqp-consume gets `held` again
-    (§3: deliveries outstanding when a connection closes are re-queued, never dropped)."""
+    (HIP-1326, "Acknowledgement, and what bounds a consumer": deliveries outstanding when a
+    connection closes are re-queued, never dropped)."""
     queue = durable_queue("held-q")
     publish(queue, "held", "-p")
     holder = Consumer("held-1", "-q", queue, "-c", "1", hold="held")

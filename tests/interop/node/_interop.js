@@ -30,7 +30,8 @@ class Report {
   }
 
   // fn() resolving is a pass (a resolved string is its note); a rejection, or no answer before
-  // the deadline, is a fail. (No Node scenario meets a §4 refusal: no `refused` verdict here.)
+  // the deadline, is a fail. (No Node scenario meets a refusal of HIP-1326's "What is not
+  // implemented": no `refused` verdict here.)
   async run(scenario, fn) {
     console.error(`--- ${scenario}`);
     try {

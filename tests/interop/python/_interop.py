@@ -18,7 +18,8 @@ WAIT = float(os.environ.get("INTEROP_WAIT", "60"))
 
 
 class Refused(Exception):
-    """Raised by a scenario that met a refusal by design (HIP-1326 §4) and asserted it."""
+    """Raised by a scenario that met a refusal by design (HIP-1326, "What is not implemented,
+    and how it says so") and asserted it."""
 
 
 class NotApplicable(Exception):
@@ -131,7 +132,8 @@ def bodies(prefix, count):
 
 
 def expect_refusal(code, text, remedy_fragment):
-    """A §4 refusal: reply code 540 and a reply text naming the remedy."""
+    """A refusal of HIP-1326's "What is not implemented": reply code 540 and a reply text naming
+    the remedy."""
     expect_equal(code, 540, "reply code of the refusal")
     expect(remedy_fragment.lower() in text.lower(), f"refusal text {text!r} does not name the remedy "
                                                     f"({remedy_fragment!r})")

@@ -211,7 +211,8 @@ async def master_worker(conn):
 
 async def rpc_pattern(conn):
     """aio-pika's RPC pattern declares a headers exchange 'rpc.dlx' for its dead letters:
-    refused by design (HIP-1326 §4, 540), and the connection survives."""
+    refused by design (540; HIP-1326, "What is not implemented, and how it says so"), and the
+    connection survives."""
     channel = await conn.channel()
     try:
         await RPC.create(channel)

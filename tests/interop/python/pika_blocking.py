@@ -175,7 +175,7 @@ def cancel_notify(conn):
 
 
 def dead_letter(conn):
-    """The AMQP primer's consumer (../shared/seeds/004), with its names: a quorum queue with the
+    """The AMQP primer's canonical consumer, with its names: a quorum queue with the
     fanout dead-letter exchange '<orders>.dlx', a poison message nacked without requeue, found on
     the dead-letter queue with its x-death history while the good ones are acked."""
     ch = confirmed_channel(conn)

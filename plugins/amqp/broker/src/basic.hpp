@@ -1,8 +1,12 @@
 #pragma once
 // The basic and confirm classes of one channel: publishing, consuming, getting, settling.
 //
-// Design (HIP-1326 §2.2, §3, §4, §4.1)
+// Design
 // -----------------------------------------------------
+// After HIP-1326's "A message keeps its properties and stays readable", "Acknowledgement, and
+// what bounds a consumer", "What is not implemented, and how it says so" and "What IS
+// implemented, and is commonly assumed not to be".
+//
 // Threads. Everything here runs on the connection's executor (channel_context::executor()).
 // The bus calls back through bus::client, which posts to that executor; nothing here blocks
 // and nothing here waits for the bus between two methods of the channel.
@@ -27,8 +31,9 @@
 // flight (delivered and unsettled, or asked for and not arrived), so prefetch is a true
 // in-flight bound and never a mere fetch size; it asks again once half its window is free, so
 // deliveries never wait for a round trip to the bus. A request that expires is re-armed.
-// no-ack consumers are unbounded by prefetch (§3): what bounds every consumer is the
-// connection's output, while it is backlogged no consumer asks for more.
+// no-ack consumers are unbounded by prefetch (HIP-1326, "Acknowledgement, and what bounds a
+// consumer"): what bounds every consumer is the connection's output, while it is backlogged no
+// consumer asks for more.
 //
 // Delivering (delivery.hpp). exchange/key come from the subject; redelivered = delivered > 1
 // and then `x-delivery-count` = delivered - 1 is added to the headers table (first
@@ -59,7 +64,8 @@
 //   ("attempt to reuse consumer tag"), not the reference's channel-level 530.
 // - The exclusive-consumer flag is honoured within this process (403 ACCESS_REFUSED when the
 //   queue has another consumer, or when an exclusive consumer holds it), as RabbitMQ; like
-//   exclusive queues (HIP-1326 §6) it is not a guarantee across replicas.
+//   exclusive queues (HIP-1326, "Two facts a single process cannot answer for the fleet") it is
+//   not a guarantee across replicas.
 // - An unknown tag on nack/reject reports nack/reject, not basic.ack (the reference's bug).
 // - basic.get waits for this channel's publishes still on their way to the bus before it
 //   pulls, so publish-then-get on one channel sees the message, as on RabbitMQ; the pull is a

@@ -1,12 +1,12 @@
 // Per-process broker state: the topology mirror and its watch, exclusive owners, the live
 // consumer registry, and queue deletion.
 //
-// Exclusive queues across replicas (HIP-1326 §6): the owning connection is known only to the
-// process that holds its socket, but the queue's bucket value says `exclusive`. So a replica
-// that finds an exclusive queue with no owner among its own connections refuses it (405):
-// the owner is a connection of another replica, or gone. Exclusivity therefore holds across
-// replicas; what stays per-process is the consumer count (declare-ok, if-unused, auto-delete),
-// a lower bound with several replicas.
+// Exclusive queues across replicas (HIP-1326, "Two facts a single process cannot answer for the
+// fleet"): the owning connection is known only to the process that holds its socket, but the
+// queue's bucket value says `exclusive`. So a replica that finds an exclusive queue with no
+// owner among its own connections refuses it (405): the owner is a connection of another
+// replica, or gone. Exclusivity therefore holds across replicas; what stays per-process is the
+// consumer count (declare-ok, if-unused, auto-delete), a lower bound with several replicas.
 //
 // Non-durable and exclusive entries carry the declaring node's name (topology_store.hpp).
 // stop() deletes this process's ones and a restarted node deletes what a crash of its

@@ -49,7 +49,7 @@ class broker : public std::enable_shared_from_this<broker> {
   // in the order they were rejected (dead_letter.hpp).
   const boost::asio::any_io_executor& dead_letter_lane() const { return dead_letter_lane_; }
 
-  // ---- the topology mirror (a cache of the KV bucket `amqp`, HIP-1326 §1)
+  // ---- the topology mirror (a cache of the KV bucket `amqp`, HIP-1326, "Where it sits")
   // Runs `fn(const routing::topology&)` under a shared lock and returns what it returns.
   // Keep fn short: it holds writers off. Never call the bus inside it.
   template <class Fn>
@@ -88,12 +88,13 @@ class broker : public std::enable_shared_from_this<broker> {
   //      auto-delete, and the server-initiated basic.cancel when a queue is deleted)
   // basic.consume registers its consumer here, and the check and the registration are one step
   // so two connections cannot both take a queue that an exclusive consumer wants (exclusive
-  // consumers are per process like exclusive queues, HIP-1326 §6). False with the 403 sentence
-  // when the consumer may not start.
+  // consumers are per process like exclusive queues, HIP-1326, "Two facts a single process
+  // cannot answer for the fleet"). False with the 403 sentence when the consumer may not start.
   bool add_consumer(const std::string& queue, const std::shared_ptr<channel_context>& channel,
                     const std::string& consumer_tag, bool exclusive, std::string& refusal);
   // Removes one consumer (unknown: no-op). When it was the queue's last one in this process
-  // and the queue is auto-delete, the queue is deleted (HIP-1326 §6: counted per process).
+  // and the queue is auto-delete, the queue is deleted (counted per process: HIP-1326, "Two
+  // facts a single process cannot answer for the fleet").
   void remove_consumer(const std::string& queue, const channel_context& channel,
                        const std::string& consumer_tag);
   std::uint32_t consumer_count(const std::string& queue) const;

@@ -6,7 +6,8 @@ namespace amqp::broker {
 
 void on_channel_flow(channel_context& ctx, wire::channel_flow m) {
   if (!m.active) {
-    // HIP-1326 §4: pausing a whole channel's deliveries is not implemented.
+    // Pausing a whole channel's deliveries is not implemented (HIP-1326, "What is not
+    // implemented, and how it says so").
     ctx.fail(wire::reply_code::not_implemented,
              "channel.flow(active=false) is not implemented; pause a consumer with basic.cancel "
              "or bound it with basic.qos",

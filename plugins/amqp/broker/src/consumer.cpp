@@ -53,7 +53,8 @@ std::uint32_t consumer::wanted(bool top_up) const {
   const std::uint32_t asked = puller_->asked();
   const std::uint32_t most = std::min(max_pull_window, puller_->window_in_bytes());
   if (options_.no_ack) {
-    // Unbounded by protocol (§3): the socket is what bounds it (wait_for_socket).
+    // Unbounded by protocol (HIP-1326, "Acknowledgement, and what bounds a consumer"): the
+    // socket is what bounds it (wait_for_socket).
     return asked <= most / 2 ? most - asked : 0;
   }
   std::uint32_t window = own_.limit == 0 ? most : std::min<std::uint32_t>(own_.limit, most);

@@ -23,7 +23,7 @@ inline void bus_failed(channel_context& ctx, const store::failure& f, wire::meth
 
 // Calls then(bool present) for a bucket key: at once when the mirror has it, otherwise after
 // reading the bucket (the declaration may come from another replica whose watch update is
-// still on its way; HIP-1326 §1 makes the bucket, not the mirror, the truth).
+// still on its way; HIP-1326, "Where it sits", makes the bucket, not the mirror, the truth).
 template <class Then>
 void find_entry(channel_context& ctx, bool in_mirror, std::string key, wire::method_key during,
                 Then then) {

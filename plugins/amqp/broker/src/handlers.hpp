@@ -25,7 +25,8 @@ void on_queue_delete(channel_context& ctx, wire::queue_delete_ m, turn method_tu
 void on_channel_flow(channel_context& ctx, wire::channel_flow m);
 void on_confirm_select(channel_context& ctx, wire::confirm_select m);
 
-// refusals.cpp: what HIP-1326 §4 refuses, and methods a client never sends on a channel.
+// refusals.cpp: what HIP-1326's "What is not implemented, and how it says so" refuses, and
+// methods a client never sends on a channel.
 void refuse_exchange_binding(channel_context& ctx, wire::method_key method);
 void refuse_transactions(channel_context& ctx, wire::method_key method);
 void refuse_unexpected(channel_context& ctx, wire::method_key method);

@@ -399,7 +399,8 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
     publish(*def, std::move(method_turn));
     return;
   }
-  // A mirror miss may be another replica's declaration still on its way (HIP-1326 §1).
+  // A mirror miss may be another replica's declaration still on its way (HIP-1326, "Where it
+  // sits").
   find_entry(ctx, false, routing::exchange_key(m.exchange), during,
              [&ctx, name = m.exchange, publish = std::move(publish), method_turn](bool present) mutable {
                auto def = present ? exchange_in_mirror(ctx, name) : std::nullopt;

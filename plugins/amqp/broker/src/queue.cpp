@@ -1,5 +1,6 @@
 // queue.declare, bind, unbind, purge and delete: a queue is a durable consumer on stream AMQP
-// plus a key in the bucket, and its bindings are that consumer's filters (HIP-1326 §2).
+// plus a key in the bucket, and its bindings are that consumer's filters (HIP-1326, "Exchanges,
+// queues and bindings become subjects, consumers and filters").
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -367,7 +368,8 @@ void on_queue_delete(channel_context& ctx, wire::queue_delete_ m, turn method_tu
                };
                if (!present) return answer(0);  // RabbitMQ: deleting what is absent succeeds
                if (!usable(ctx, queue, key)) return;
-               // Consumers of this process only (HIP-1326 §6): a lower bound with replicas.
+               // Consumers of this process only (HIP-1326, "Two facts a single process cannot
+               // answer for the fleet"): a lower bound with replicas.
                if (m.if_unused && ctx.state().consumer_count(queue) > 0) {
                  return ctx.fail(wire::reply_code::precondition_failed,
                                  "queue " + quoted(queue) +

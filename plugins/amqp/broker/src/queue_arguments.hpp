@@ -3,7 +3,8 @@
 // accepts as hints, or refuses. Refused are those that change WHAT a consumer is delivered
 // and are not built yet (byte limits, priorities, streams):
 // approximating them would deliver a different set, so they answer 540 with a remedy (the
-// rationale of HIP-1326 §4). Arguments RabbitMQ itself does not know are ignored, as it does.
+// rationale of HIP-1326, "What is not implemented, and how it says so"). Arguments RabbitMQ
+// itself does not know are ignored, as it does.
 #include <optional>
 #include <cstdint>
 #include <string>

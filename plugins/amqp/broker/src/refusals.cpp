@@ -1,5 +1,6 @@
-// What HIP-1326 §4 refuses, each as a channel exception naming the remedy (the connection
-// survives), and methods a client never sends on an open channel.
+// What HIP-1326's "What is not implemented, and how it says so" refuses, each as a channel
+// exception naming the remedy (the connection survives), and methods a client never sends on
+// an open channel.
 #include <string>
 
 #include "channel_context.hpp"

@@ -1,5 +1,6 @@
 #pragma once
-// The bucket half of a topology write (HIP-1326 §1: write locally, then to the bucket).
+// The bucket half of a topology write (HIP-1326, "Where it sits": write locally, then to the
+// bucket).
 // Every function here is BLOCKING: call it only from run_on_bus work or the bus pool.
 //
 // Concurrency between replicas: creates use kv_create (the bucket decides who declared

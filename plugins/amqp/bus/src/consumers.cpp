@@ -1,6 +1,7 @@
-// One durable pull consumer per queue (HIP-1326 §2) whose filter_subjects are the queue's
-// bindings, updated in place; configured as raw JetStream API JSON because nats.c cannot express
-// MaxAckPending = -1. And the boot-time reclaim of a dead process's deliveries.
+// One durable pull consumer per queue (HIP-1326, "Exchanges, queues and bindings become subjects,
+// consumers and filters") whose filter_subjects are the queue's bindings, updated in place;
+// configured as raw JetStream API JSON because nats.c cannot express MaxAckPending = -1. And the
+// boot-time reclaim of a dead process's deliveries.
 #include <algorithm>
 #include <ctime>
 #include <limits>
@@ -82,7 +83,9 @@ json client_impl::consumer_config(const std::string& queue, const std::vector<st
               {"ack_policy", "explicit"},
               {"ack_wait", std::chrono::nanoseconds(options_.ack_wait).count()},
               {"max_deliver", -1},
-              {"max_ack_pending", -1},  // prefetch is the channel's, not the queue's (§3)
+              // Prefetch is the channel's, not the queue's (HIP-1326, "Acknowledgement, and what
+              // bounds a consumer").
+              {"max_ack_pending", -1},
               {"max_waiting", max_waiting_pulls},
               {"replay_policy", "instant"},
               {"filter_subjects", filters}};

@@ -16,8 +16,9 @@ struct standard_name {
   std::string_view word;
 };
 
-// The standard exchanges and their subject words (HIP-1326 §2): '.' is not a word character,
-// so each dotted name has a dash spelling, which no user exchange is given (exchange_word).
+// The standard exchanges and their subject words (HIP-1326, "Exchanges, queues and bindings
+// become subjects, consumers and filters"): '.' is not a word character, so each dotted name
+// has a dash spelling, which no user exchange is given (exchange_word).
 constexpr std::array<standard_name, 4> standard_names{{
     {"", "_"},
     {"amq.direct", "amq-direct"},
@@ -25,7 +26,8 @@ constexpr std::array<standard_name, 4> standard_names{{
     {"amq.topic", "amq-topic"},
 }};
 
-// RabbitMQ's headers exchanges, which exist there and route on what §4 refuses.
+// RabbitMQ's headers exchanges, which exist there and route on what HIP-1326's "What is not
+// implemented, and how it says so" refuses.
 constexpr std::array<std::string_view, 2> headers_exchanges{"amq.headers", "amq.match"};
 
 constexpr std::string_view hex_digits = "0123456789ABCDEF";

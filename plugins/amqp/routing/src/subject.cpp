@@ -220,7 +220,8 @@ wire::result<std::vector<std::string>> binding_filters(std::string_view exchange
     if (auto bad = check_binding_word(kind, key, words[i], i + 1 == words.size())) return *bad;
   }
   if (words.back() != "#") return std::vector<std::string>{subject_of(exchange, key)};
-  // AMQP's `#` is zero or more words and NATS's `>` one or more: two filters (HIP-1326 §2.1).
+  // AMQP's `#` is zero or more words and NATS's `>` one or more: two filters (HIP-1326,
+  // "`#` is not `>`").
   auto stem = key.substr(0, key.size() - 1);  // "a.b." or ""
   if (!stem.empty()) stem.remove_suffix(1);
   std::string rest = stem.empty() ? std::string(">") : std::string(stem) + ".>";

@@ -176,7 +176,8 @@ TEST_CASE("property: the spelling is injective and its inverse exact") {
     CHECK(name_of_word(word) == name);
     auto [at, fresh] = seen.emplace(word, name);
     if (!fresh) CHECK(at->second == name);  // one word, one name
-    if (is_word(name)) CHECK(word == name);  // HIP-1326 §2's spelling, in both modes
+    // The spelling of HIP-1326's "Exchanges, queues and bindings become subjects", in both modes.
+    if (is_word(name)) CHECK(word == name);
   }
   // Any string over the word alphabet either names nothing or is the word of exactly its name.
   std::mt19937 engine{7};

@@ -10,9 +10,9 @@ namespace {
 
 wire::field_table capabilities() {
   // Only what is true of this server. connection.blocked is not claimed: the server never
-  // sends it; exchange-to-exchange bindings are refused (HIP-1326 §4), so that one is false.
-  // authentication_failure_close: a refused start-ok gets connection.close 403, not a bare
-  // socket close.
+  // sends it; exchange-to-exchange bindings are refused (HIP-1326, "What is not implemented,
+  // and how it says so"), so that one is false. authentication_failure_close: a refused
+  // start-ok gets connection.close 403, not a bare socket close.
   wire::field_table t;
   t.entries.push_back({"publisher_confirms", true});
   t.entries.push_back({"basic.nack", true});

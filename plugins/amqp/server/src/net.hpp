@@ -1,5 +1,5 @@
 #pragma once
-// Asio defaults for the server, in the one header that brings Asio in (style-anchors §8).
+// Asio defaults for the server, in the one header that brings Asio in.
 // Boost 1.74 is Asio 1.18: no as_tuple, no cancellation slots, no awaitable operators, so
 // operations report through redirect_error and deadlines are timers that close the socket.
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)

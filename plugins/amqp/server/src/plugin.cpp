@@ -1,5 +1,6 @@
 // The amqp plugin: mount brings up the bus client, the broker and the listener, in that
-// order, and fails closed (HIP-1326 §5): nothing accepts until everything before it worked.
+// order, and fails closed (HIP-1326, "Fail closed at boot"): nothing accepts until everything
+// before it worked.
 #include <unistd.h>
 
 #include <algorithm>

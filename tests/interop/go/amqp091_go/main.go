@@ -2,7 +2,7 @@
 // client RabbitMQ maintains (Debian's golang-github-rabbitmq-amqp091-go-dev). It runs each
 // scenario against AMQP_URL in the client's own idiom and prints one RESULT line per scenario,
 // as tests/interop/README.md specifies. Besides the standard scenarios it runs the two consumer
-// patterns of a humus-style RabbitMQ service (seed 003): ordered_drain and at_most_once_batch.
+// patterns of a humus-style RabbitMQ service (a careful client's design): ordered_drain and at_most_once_batch.
 package main
 
 import (

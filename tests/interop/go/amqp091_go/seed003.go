@@ -11,7 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// The two consumer patterns of a humus-style RabbitMQ service (shared/seeds/003): it dials the
+// The two consumer patterns of a humus-style RabbitMQ service: it dials the
 // broker itself and opens AMQP on that connection with amqp.Open, consumes with a prefetch and
 // manual acks, and never uses auto-ack.
 

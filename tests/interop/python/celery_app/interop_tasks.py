@@ -24,7 +24,8 @@ app.conf.update(
     task_default_exchange_type="topic",
     task_default_routing_key="tasks.default",
     # An explicit publish key: routed by queue alone, Celery would publish with the queue's binding
-    # key 'tasks.#' as the routing key, and a published key must be literal (HIP-1326 §2, 406).
+    # key 'tasks.#' as the routing key, and a published key must be literal (406; HIP-1326,
+    # "Exchanges, queues and bindings become subjects, consumers and filters").
     task_routes={"interop_tasks.*": {"queue": "celery-tasks", "routing_key": "tasks.run"}},
     # Ack after the task ran (so a reject can requeue), one task in flight per worker process.
     task_acks_late=True,

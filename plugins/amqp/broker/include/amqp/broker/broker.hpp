@@ -50,8 +50,9 @@ struct settings {
 // mirror, exclusive-queue owners, consumer counts. Shared by every connection of the vhost.
 class broker;
 // Blocking (call it from mount, not from an io thread): opens the bucket's watch and applies
-// its initial replay before returning (HIP-1326 §1), then removes the transient entries a
-// crash of this node left. Throws std::runtime_error naming the cause (mount fails closed).
+// its initial replay before returning (HIP-1326, "Where it sits"), then removes the transient
+// entries a crash of this node left. Throws std::runtime_error naming the cause (mount fails
+// closed).
 std::shared_ptr<broker> make_broker(boost::asio::io_context& io, std::shared_ptr<bus::client> bus,
                                     settings s);
 const settings& settings_of(const broker& b);

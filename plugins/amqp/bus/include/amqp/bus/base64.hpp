@@ -1,6 +1,7 @@
 #pragma once
 // The Amqp-Props header carries the content header's property octets, base64-encoded
-// (HIP-1326 §2.2). Standard alphabet, with padding.
+// (HIP-1326, "A message keeps its properties and stays readable"). Standard alphabet, with
+// padding.
 #include <optional>
 #include <string>
 #include <string_view>

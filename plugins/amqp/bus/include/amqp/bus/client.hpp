@@ -22,7 +22,7 @@
 
 namespace amqp::bus {
 
-// The names the adaptor owns on the bus (HIP-1326 §1).
+// The names the adaptor owns on the bus (HIP-1326, "Where it sits").
 inline constexpr const char* stream_name = "AMQP";
 inline constexpr const char* stream_subjects = "amqp.>";
 inline constexpr const char* bucket_name = "amqp";

@@ -11,7 +11,8 @@ namespace amqp::routing {
 
 // CLOUD_AMQP_NAMES.
 enum class name_rules {
-  // HIP-1326 §2 to the letter: a name is one subject word of [A-Za-z0-9_-], 1 to 128 characters.
+  // HIP-1326's "Exchanges, queues and bindings become subjects" to the letter: a name is one
+  // subject word of [A-Za-z0-9_-], 1 to 128 characters.
   hip,
   // Every name RabbitMQ accepts: UTF-8 text of 1 to 255 octets, spelled injectively (name_word).
   escaped,
@@ -26,8 +27,10 @@ inline constexpr std::size_t max_name_length = 255;
 // for any method that names one. Refusals:
 //  - 403 ACCESS_REFUSED: the empty exchange name (the default exchange cannot be declared,
 //    deleted or bound); under hip, the exchange names "_", "amq-direct", "amq-fanout" and
-//    "amq-topic", which HIP-1326 §2 gives the standard exchanges on the bus.
-//  - 540 NOT_IMPLEMENTED: "amq.headers" and "amq.match", RabbitMQ's headers exchanges (§4).
+//    "amq-topic", which HIP-1326's "Exchanges, queues and bindings become subjects" gives the
+//    standard exchanges on the bus.
+//  - 540 NOT_IMPLEMENTED: "amq.headers" and "amq.match", RabbitMQ's headers exchanges
+//    (HIP-1326, "What is not implemented, and how it says so").
 //  - 406 PRECONDITION_FAILED: empty; too long; under hip a character outside [A-Za-z0-9_-] (a
 //    dot is named with the reason and the setting that allows it) or the queue name "_"; under
 //    escaped, octets that are not UTF-8.
@@ -43,8 +46,9 @@ bool is_standard_exchange(std::string_view exchange);
 
 // A name's word on the bus, the same in both modes: each octet of [A-Za-z0-9_-] stands for
 // itself and every other one is '=' and its two hexadecimal digits, upper case ("orders.dlx" →
-// "orders=2Edlx"). So a name HIP-1326 §2 accepts is spelled as §2 spells it, and every word is
-// both a subject token and a bucket-key word (their alphabets share [-_=A-Za-z0-9]).
+// "orders=2Edlx"). So a name HIP-1326's "Exchanges, queues and bindings become subjects"
+// accepts is spelled as that section spells it, and every word is both a subject token and a
+// bucket-key word (their alphabets share [-_=A-Za-z0-9]).
 std::string name_word(std::string_view name);
 // The exact inverse: nullopt for a word name_word never makes (lower-case digits, an escaped
 // word character, a bare or short '=', a character outside the alphabet).

@@ -1,6 +1,7 @@
 #pragma once
-// AMQP addressing onto subjects (HIP-1326 §2, §2.1): what a publish is sent to, and what a
-// binding filters on. Every function validates its arguments and refuses, never approximates.
+// AMQP addressing onto subjects (HIP-1326, "Exchanges, queues and bindings become subjects,
+// consumers and filters" and "`#` is not `>`"): what a publish is sent to, and what a binding
+// filters on. Every function validates its arguments and refuses, never approximates.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,8 +19,9 @@ enum class exchange_kind { direct, fanout, topic };
 std::string_view to_string(exchange_kind kind);  // "direct" | "fanout" | "topic"
 // "direct" | "fanout" | "topic" → the kind. RabbitMQ's behaviour, not the reference's:
 //  - "" → 503 COMMAND_INVALID ("… declare it with type direct, fanout or topic").
-//  - "headers" → 540 NOT_IMPLEMENTED with HIP-1326 §4's remedy ("… routes on something other
-//    than a name and has no subject to be; bind by routing key on a direct or topic exchange").
+//  - "headers" → 540 NOT_IMPLEMENTED with the remedy of HIP-1326's "What is not implemented"
+//    ("… routes on something other than a name and has no subject to be; bind by routing key
+//    on a direct or topic exchange").
 //  - any other kind → 503 COMMAND_INVALID "unknown exchange type '…'" (RabbitMQ's answer).
 wire::result<exchange_kind> parse_exchange_kind(std::string_view kind);
 
@@ -58,15 +60,17 @@ struct address {
 // "amqp." or its exchange word is none exchange_word makes.
 std::optional<address> split_subject(std::string_view subject);
 
-// The §2.1 table: the filter subjects a binding of `key` to `exchange` (of `kind`) reads.
+// The table of HIP-1326's "`#` is not `>`": the filter subjects a binding of `key` to
+// `exchange` (of `kind`) reads.
 //  topic  `a.*` → amqp.t.a.*;  `a.#` → amqp.t.a.> and amqp.t.a;  `#` → amqp.t.> and amqp.t;
 //         `` → amqp.t;  literal `a.b` → amqp.t.a.b
 //  fanout anything (ignored, even malformed) → amqp.f.> and amqp.f
 //  direct `k` → amqp.d.k;  `` → amqp.d
 // Refusals: whatever AMQP allows but a NATS subject cannot express is 540 NOT_IMPLEMENTED
-// with the remedy (HIP-1326 §4): `#` before the last word, a partial wildcard (`a.b*`),
-// a wildcard (`* # >`) in a direct key, `>` anywhere (NATS would read it as a wildcard),
-// empty words (`a..b`, a leading/trailing dot), whitespace or control characters.
+// with the remedy (HIP-1326, "What is not implemented, and how it says so"): `#` before the
+// last word, a partial wildcard (`a.b*`), a wildcard (`* # >`) in a direct key, `>` anywhere
+// (NATS would read it as a wildcard), empty words (`a..b`, a leading/trailing dot),
+// whitespace or control characters.
 // A key over 255 octets is 406 (it cannot be a shortstr). The exchange's name is the caller's
 // to check, as in publish_subject. The result is normalized (sorted, deduplicated).
 // The default exchange's binding of queue q is binding_filters("", direct, q) = amqp._.<name_word(q)>.

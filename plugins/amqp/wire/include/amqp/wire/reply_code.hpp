@@ -38,7 +38,8 @@ enum class reply_code : std::uint16_t {
 // "NOT_FOUND", "PRECONDITION_FAILED", … as RabbitMQ spells them in reply texts.
 std::string_view reply_name(reply_code code);
 // The spec's "hard error" column. Note: the broker may still raise 530/540 as channel
-// exceptions where HIP-1326 says so (§4); this is the spec's default only.
+// exceptions where HIP-1326 says so ("What is not implemented, and how it says so"); this is
+// the spec's default only.
 bool is_hard_error(reply_code code);
 // "NOT_FOUND - no queue 'q'": the shape every reply text has.
 std::string reply_text(reply_code code, std::string_view sentence);
