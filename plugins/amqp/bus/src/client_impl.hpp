@@ -332,6 +332,7 @@ class client_impl final : public client {
   bus_status probe_stream_signals(const std::string& step);
   bus_result<probe_seen> probe_counted(const std::string& what);
   void take_probe_message(const std::string& what);
+  bool took_probe_message();  // the pull of the probe's message, on an inbox of its own
   void drop_probe(const std::string& what);
   void delete_probe();
   std::uint64_t held(const std::string& queue) const;

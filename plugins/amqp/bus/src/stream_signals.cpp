@@ -105,18 +105,31 @@ bus_result<client_impl::probe_seen> client_impl::probe_counted(const std::string
 // The count this probe waited for is done; taking its message only tidies up. The server can
 // count the message and then not find it (it waits for a no-wait pull it counted something for),
 // so the pull waits half a second at most, and any other answer drops the probe consumer instead.
+// The pull has an inbox of its own: a delivery names the message's subject, not the reply's, and
+// nats.c routes such a reply to its request only while no other request is in flight.
 void client_impl::take_probe_message(const std::string& what) {
+  if (!took_probe_message()) drop_probe(what);
+}
+
+bool client_impl::took_probe_message() {
   constexpr std::int64_t probe_take_ns = 500'000'000;
+  natsInbox* raw_inbox = nullptr;
+  if (natsInbox_Create(&raw_inbox) != NATS_OK) return false;
+  inbox_ptr inbox{raw_inbox};
+  natsSubscription* raw_sub = nullptr;
+  if (natsConnection_SubscribeSync(&raw_sub, control_.get(), inbox.get()) != NATS_OK) return false;
+  subscription_ptr sub{raw_sub};
   const std::string next = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + probe_name();
   const std::string request = json{{"batch", 1}, {"no_wait", true}, {"expires", probe_take_ns}}.dump();
   natsMsg* raw = nullptr;
-  natsStatus s = natsConnection_RequestString(&raw, control_.get(), next.c_str(), request.c_str(),
-                                              request_timeout_ms());
+  natsStatus s = natsConnection_PublishRequestString(control_.get(), next.c_str(), inbox.get(), request.c_str());
+  if (s == NATS_OK) s = natsSubscription_NextMsg(&raw, sub.get(), request_timeout_ms());
   msg_ptr taken{raw};
-  if (s == NATS_OK && natsMsg_GetSubject(taken.get()) == probe_subject()) return;
-  // The probe message stayed (the next probe would count it at once) or vanished. Dropping the
-  // probe consumer drops the message (nothing else is interested); a new one starts past it.
-  drop_probe(what);
+  natsSubscription_Unsubscribe(sub.get());
+  // The probe message stayed (the next probe would count it at once) or vanished: the caller
+  // drops the probe consumer, which drops the message (nothing else is interested); a new one
+  // starts past it.
+  return s == NATS_OK && natsMsg_GetSubject(taken.get()) == probe_subject();
 }
 
 void client_impl::drop_probe(const std::string& what) {

@@ -2,6 +2,7 @@
 #include <boost/asio/io_context.hpp>
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <deque>
 #include <limits>
 #include <set>
@@ -413,6 +414,35 @@ TEST_CASE("queue_info counts every publish confirmed before it, at once") {
     REQUIRE(info.ok());
     REQUIRE(info->ready() == i);
   }
+}
+
+// The count's probe message is taken with a pull, and a JetStream delivery names the message's
+// subject, not the reply's: on a shared request inbox it reached its request only while no other
+// request was in flight, so with other channels' bus requests going on, the take waited out the
+// bus timeout and the probe consumer was dropped and made again.
+TEST_CASE("counting publishes while other bus requests are in flight keeps its probe and takes its message") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("busy", {"amqp.d.busy"}).ok());
+  std::atomic<bool> done{false};
+  std::thread other([&] {
+    while (!done) (void)h.bus->peek_queue("busy");
+  });
+  constexpr int rounds = 30;
+  for (int i = 0; i < rounds; ++i) {
+    REQUIRE(h.publish_one("amqp.d.busy", "", "m").ok());
+    REQUIRE(h.bus->count_publishes().ok());
+  }
+  done = true;
+  other.join();
+  std::vector<std::string> probes;
+  const auto names = h.server.api("CONSUMER.NAMES.AMQP");
+  for (const auto& name : names["consumers"])
+    if (name.get<std::string>().starts_with("~counts-")) probes.push_back(name);
+  REQUIRE(probes.size() == 1);
+  const auto probe = h.server.api("CONSUMER.INFO.AMQP." + probes[0]);
+  // One probe consumer all along, which delivered each of its messages to its take.
+  CHECK(probe["delivered"]["consumer_seq"] == rounds);
+  CHECK(probe["num_pending"] == 0);
 }
 
 TEST_CASE("a queue deleted under a waiting pull reports the consumer gone (409) and what it did not bring") {
