@@ -332,92 +332,99 @@ void publish_limited(basic_state& s, std::shared_ptr<limited_publish> p, turn me
 
 }  // namespace
 
+namespace {
+
+struct publish_request {
+  wire::basic_publish m;
+  std::string property_octets;
+  std::string body;
+};
+
+// Handed to the bus; the confirm (or the channel's failure) follows its pub ack.
+void store_on_bus(basic_state& s, publish_request p, const std::string& subject, std::uint64_t seq) {
+  auto& chan = s.ctx;
+  const std::size_t cost = count_in_flight(s, p.property_octets, p.body);
+  chan.bus().publish(subject, bus::base64_encode(p.property_octets), std::move(p.body), chan.executor(),
+                     [st = &s, weak = chan.weak_from_this(), seq, cost, subject](bus::bus_status stored) {
+                       auto alive = weak.lock();
+                       if (!alive) return;  // the channel and its state are gone: nobody to tell
+                       publish_done(*st, seq, cost, stored, subject);
+                     });
+}
+
+// The publish, once its exchange is known to exist. It carries the turn only while a length
+// limit is checked on the bus; once a publish is handed to the bus the turn ends (pipelined).
+void publish_to(basic_state& s, publish_request p, const routing::exchange_def& def, turn publish_turn) {
+  auto& chan = s.ctx;
+  const auto& m = p.m;
+  if (def.internal) {
+    return chan.fail(wire::reply_code::access_refused,
+                     "cannot publish to internal exchange " + quoted(m.exchange) + in_vhost(chan) +
+                         "; publish to the exchange bound to it instead",
+                     during);
+  }
+  if (!valid_expiration(chan, p.property_octets) || !valid_user_id(chan, p.property_octets)) return;
+  if (!rewrite_direct_reply_to(s, p.property_octets)) return;
+  auto next_seq = [&] {
+    if (chan.confirms && !s.confirms.enabled()) s.confirms.select();
+    return s.confirms.enabled() ? s.confirms.next() : std::uint64_t{0};
+  };
+  if (m.exchange.empty() && routing::names_direct_reply(m.routing_key)) {
+    const std::uint64_t seq = next_seq();
+    return publish_direct_reply(s, m, std::move(p.property_octets), std::move(p.body), seq);
+  }
+  auto subject = routing::publish_subject(m.exchange, m.routing_key);
+  const bool to_nothing =
+      !subject && def.kind != routing::exchange_kind::fanout && routing::blank_publish_key(m.routing_key);
+  if (!subject && !to_nothing) return chan.refuse(subject.error(), during);
+  const std::uint64_t seq = next_seq();
+  if (to_nothing || (m.mandatory && !routable(chan, m.exchange, m.routing_key))) {
+    // Stored nowhere, returned when mandatory; under confirms still acked (a return is not a
+    // failure to publish).
+    if (m.mandatory) return_unroutable(chan, m, p.property_octets, p.body);
+    if (seq != 0) confirm_now(s, s.confirms.record(seq, publish_confirms::outcome::ack));
+    return;
+  }
+  if (auto limits = limits_reached(chan.state(), m.exchange, m.routing_key); !limits.empty()) {
+    return publish_limited(s, std::make_shared<limited_publish>(limited_publish{
+                                  m, *subject, std::move(p.property_octets), std::move(p.body), seq, std::move(limits)}),
+                           std::move(publish_turn));
+  }
+  store_on_bus(s, std::move(p), *subject, seq);
+}
+
+// The exchange a publish names, once the bus said whether it exists; nullopt once refused.
+std::optional<routing::exchange_def> found_exchange(channel_context& ctx, const std::string& name, bool present) {
+  auto def = present ? exchange_in_mirror(ctx, name) : std::nullopt;
+  if (def) return def;
+  // A name no exchange can have says why (a headers exchange, a dot under hip).
+  if (auto bad = routing::check_name(names(ctx), "exchange", name); bad && bad->code != wire::reply_code::access_refused) {
+    ctx.refuse(*bad, during);
+    return std::nullopt;
+  }
+  ctx.fail(wire::reply_code::not_found,
+           "no exchange " + quoted(name) + in_vhost(ctx) + "; declare it first, or publish to the default exchange ''",
+           during);
+  return std::nullopt;
+}
+
+}  // namespace
+
 void basic_class::on_publish(wire::basic_publish m, std::string property_octets, std::string body, turn method_turn) {
   auto& ctx = state_->ctx;
   if (m.immediate) {
-    ctx.fail(wire::reply_code::not_implemented,
-             "the immediate flag is not implemented; publish with mandatory to learn that "
-             "nothing is bound",
-             during);
-    return;
+    return ctx.fail(wire::reply_code::not_implemented,
+                    "the immediate flag is not implemented; publish with mandatory to learn that nothing is bound",
+                    during);
   }
-  // The rest of the publish, once the exchange is known to exist.
-  // It carries the turn only while the exchange is looked up on the bus; once a publish is
-  // handed to the bus the turn ends (pipelined).
-  auto publish = [this, m, property_octets = std::move(property_octets),
-                  body = std::move(body)](const routing::exchange_def& def, turn publish_turn) mutable {
-    auto& s = *state_;
-    auto& chan = s.ctx;
-    if (def.internal) {
-      chan.fail(wire::reply_code::access_refused,
-               "cannot publish to internal exchange " + quoted(m.exchange) +
-                   in_vhost(chan) + "; publish to the exchange bound to it instead",
-               during);
-      return;
-    }
-    if (!valid_expiration(chan, property_octets) || !valid_user_id(chan, property_octets)) return;
-    if (!rewrite_direct_reply_to(s, property_octets)) return;
-    if (m.exchange.empty() && routing::names_direct_reply(m.routing_key)) {
-      if (chan.confirms && !s.confirms.enabled()) s.confirms.select();
-      publish_direct_reply(s, m, std::move(property_octets), std::move(body),
-                           s.confirms.enabled() ? s.confirms.next() : 0);
-      return;
-    }
-    auto subject = routing::publish_subject(m.exchange, m.routing_key);
-    const bool to_nothing = !subject && def.kind != routing::exchange_kind::fanout &&
-                            routing::blank_publish_key(m.routing_key);
-    if (!subject && !to_nothing) {
-      chan.refuse(subject.error(), during);
-      return;
-    }
-    if (chan.confirms && !s.confirms.enabled()) s.confirms.select();
-    const std::uint64_t seq = s.confirms.enabled() ? s.confirms.next() : 0;
-
-    if (to_nothing || (m.mandatory && !routable(chan, m.exchange, m.routing_key))) {
-      // Stored nowhere, returned when mandatory; under confirms still acked (a return is not a
-      // failure to publish).
-      if (m.mandatory) return_unroutable(chan, m, property_octets, body);
-      if (seq != 0) confirm_now(s, s.confirms.record(seq, publish_confirms::outcome::ack));
-      return;
-    }
-    if (auto limits = limits_reached(chan.state(), m.exchange, m.routing_key); !limits.empty()) {
-      return publish_limited(s, std::make_shared<limited_publish>(limited_publish{
-                                    m, *subject, std::move(property_octets), std::move(body), seq, std::move(limits)}),
-                             std::move(publish_turn));
-    }
-    const std::size_t cost = count_in_flight(s, property_octets, body);
-    chan.bus().publish(
-        *subject, bus::base64_encode(property_octets), std::move(body), chan.executor(),
-        [this, weak = chan.weak_from_this(), seq, cost, subj = *subject](bus::bus_status stored) {
-          auto alive = weak.lock();
-          if (!alive) return;  // the channel and this object are gone: nobody to tell
-          publish_done(*state_, seq, cost, stored, subj);
-        });
-  };
-
-  if (auto def = exchange_in_mirror(ctx, m.exchange)) {
-    publish(*def, std::move(method_turn));
-    return;
-  }
+  publish_request p{std::move(m), std::move(property_octets), std::move(body)};
+  if (auto def = exchange_in_mirror(ctx, p.m.exchange)) return publish_to(*state_, std::move(p), *def, std::move(method_turn));
   // A mirror miss may be another replica's declaration still on its way (HIP-1326, "Where it
   // sits").
-  find_entry(ctx, false, routing::exchange_key(m.exchange), during,
-             [&ctx, name = m.exchange, publish = std::move(publish), method_turn](bool present) mutable {
-               auto def = present ? exchange_in_mirror(ctx, name) : std::nullopt;
-               // A name no exchange can have says why (a headers exchange, a dot under hip).
-               if (auto bad = def ? std::nullopt : routing::check_name(names(ctx), "exchange", name);
-                   bad && bad->code != wire::reply_code::access_refused) {
-                 return ctx.refuse(*bad, during);
-               }
-               if (!def) {
-                 ctx.fail(wire::reply_code::not_found,
-                          "no exchange " + quoted(name) +
-                              in_vhost(ctx) + "; declare it first, or publish to the default "
-                              "exchange ''",
-                          during);
-                 return;
-               }
-               publish(*def, method_turn);
+  const std::string name = p.m.exchange;
+  find_entry(ctx, false, routing::exchange_key(name), during,
+             [st = state_.get(), name, p = std::move(p), method_turn](bool present) mutable {
+               if (auto def = found_exchange(st->ctx, name, present)) publish_to(*st, std::move(p), *def, method_turn);
              });
 }
 

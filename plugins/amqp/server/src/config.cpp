@@ -47,10 +47,9 @@ std::variant<std::vector<server_config::vhost_account>, std::string> parse_vhost
   return out;
 }
 
-}  // namespace
+using refusal_text = std::optional<std::string>;
 
-config_result read_config(const env_lookup& env) {
-  server_config config;
+refusal_text read_listener(const env_lookup& env, server_config& config) {
   if (auto host = env("CLOUD_AMQP_HOST")) {
     if (host->empty()) return refusal("CLOUD_AMQP_HOST", *host, "an IP address such as 127.0.0.1");
     config.host = *host;
@@ -60,6 +59,10 @@ config_result read_config(const env_lookup& env) {
     if (!value) return refusal("CLOUD_AMQP_PORT", *port, "a port number from 0 to 65535 (0: any free port)");
     config.port = static_cast<std::uint16_t>(*value);
   }
+  return std::nullopt;
+}
+
+refusal_text read_bus(const env_lookup& env, server_config& config) {
   if (auto creds = env("CLOUD_AMQP_PUBSUB_CREDS"); creds && !creds->empty()) {
     // Checked here so that a typo names the variable, not a later "dial" failure.
     if (!std::ifstream(*creds)) {
@@ -95,6 +98,10 @@ config_result read_config(const env_lookup& env) {
     if (!value) return refusal("CLOUD_AMQP_MAX_QUEUES", *max, "a number of queues from 1 to 100000000");
     config.max_queues = *value;
   }
+  return std::nullopt;
+}
+
+refusal_text read_tls(const env_lookup& env, server_config& config) {
   if (auto port = env("CLOUD_AMQPS_PORT")) {
     auto value = parse_unsigned(*port, 0, 65535);
     if (!value) return refusal("CLOUD_AMQPS_PORT", *port, "a port number from 0 to 65535 (0: any free port)");
@@ -111,6 +118,11 @@ config_result read_config(const env_lookup& env) {
     return "the amqps listener needs both CLOUD_AMQPS_CERT and CLOUD_AMQPS_KEY (CLOUD_AMQPS_CA only beside them); "
            "CLOUD_AMQPS_CERT='" + config.tls_cert + "', CLOUD_AMQPS_KEY='" + config.tls_key + "'";
   }
+  return std::nullopt;
+}
+
+// Names, logins and virtual hosts.
+refusal_text read_access(const env_lookup& env, server_config& config) {
   if (auto names = env("CLOUD_AMQP_NAMES")) {
     auto rules = routing::parse_name_rules(*names);
     if (!rules)
@@ -131,10 +143,14 @@ config_result read_config(const env_lookup& env) {
   }
   if (auto vhosts = env("CLOUD_AMQP_VHOSTS")) {
     auto parsed = parse_vhosts(*vhosts);
-    if (auto* refusal = std::get_if<std::string>(&parsed)) return *refusal;
+    if (auto* refused = std::get_if<std::string>(&parsed)) return *refused;
     config.vhosts = std::move(std::get<std::vector<server_config::vhost_account>>(parsed));
   }
-  // Secure by default: a listener others can reach asks who connects.
+  return std::nullopt;
+}
+
+// Secure by default: a listener others can reach asks who connects.
+refusal_text secure_by_default(server_config& config) {
   boost::system::error_code ec;
   const auto address = boost::asio::ip::make_address(config.host, ec);
   if (config.auth == server_config::auth_mode::none && !ec && !address.is_loopback()) {
@@ -144,6 +160,16 @@ config_result read_config(const env_lookup& env) {
              "(CLOUD_AMQPS_CA: then only the amqps listener opens), or bind a loopback address";
     config.plain_listener = false;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+config_result read_config(const env_lookup& env) {
+  server_config config;
+  for (auto read : {read_listener, read_bus, read_tls, read_access})
+    if (auto refused = read(env, config)) return *refused;
+  if (auto refused = secure_by_default(config)) return *refused;
   return config;
 }
 

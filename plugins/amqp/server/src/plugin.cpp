@@ -83,7 +83,28 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
       if (auto* refusal = std::get_if<std::string>(&made)) return failed("configuration", *refusal);
       tls = std::get<std::shared_ptr<ssl::context>>(made);
     }
+    bus::client_options options;
+    std::optional<std::uint64_t> published_max;  // pubsub's max_payload, when it says one
+    if (auto opened = open_bus(host, cfg, options, published_max); !opened) return opened;
+    const auto settings = broker_settings(host, cfg, published_max);
+    log_fn log = [&host](log_level level, std::string_view m) { host.log(level, m); };
+    server_ = std::make_unique<server>(log, io_threads);
+    server_->run_threads();
+    if (auto made = open_vhosts(host, cfg, options, settings); !made) return made;
+    session_options session;
+    session.settings = settings;
+    if (cfg.auth == server_config::auth_mode::bus) {
+      identities_ = std::make_shared<identities>(bus_);
+      session.identities = identities_;
+    }
+    server_->serve(std::make_shared<const vhost_map>(vhosts_), session);
+    return listen(host, cfg, tls);
+  }
 
+  // The default vhost's bus client, on the server pubsub published, once its version and its
+  // limits fit.
+  status open_bus(host_services& host, const server_config& cfg, bus::client_options& options,
+                  std::optional<std::uint64_t>& published_max) {
     auto url = host.lookup("pubsub", "url");
     if (!url || url->empty()) {
       return failed("bus", "pubsub published no url; mount pubsub before amqp (its manifest row comes first)");
@@ -92,14 +113,11 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     if (auto refusal = refuse_server_version(host.lookup("pubsub", "server_version"))) {
       return failed("bus version", *refusal);
     }
-    std::optional<std::uint64_t> published_max;
     if (auto text = host.lookup("pubsub", "max_payload")) {
       auto parsed = parse_max_payload(*text);
       if (auto* refusal = std::get_if<std::string>(&parsed)) return failed("bus", *refusal);
       published_max = std::get<std::uint64_t>(parsed);
     }
-
-    bus::client_options options;
     options.url = *url;
     options.creds_file = cfg.pubsub_creds;
     // The embedded server's own users (CLOUD_PUBSUB_CONFIG): the adaptor is the one pubsub names.
@@ -126,6 +144,11 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
                                   (cfg.replicas ? "CLOUD_AMQP_REPLICAS" : embedded ? "the embedded server" :
                                                                                      "the smaller of 3 and the bus's servers") +
                                   ")");
+    return status::ok();
+  }
+
+  broker::settings broker_settings(host_services& host, const server_config& cfg,
+                                   std::optional<std::uint64_t> published_max) const {
     broker::settings settings;
     settings.handshake_timeout = cfg.handshake_timeout;
     // The bus refuses a message over its max payload; the smaller of what pubsub said and what
@@ -139,10 +162,12 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     settings.version = CLOUD_VERSION;
     settings.node_name = node_name(host);
     settings.log_warning = [&host](std::string_view m) { host.log(log_level::warning, m); };
+    return settings;
+  }
 
-    log_fn log = [&host](log_level level, std::string_view m) { host.log(level, m); };
-    server_ = std::make_unique<server>(log, io_threads);
-    server_->run_threads();
+  // "/" on bus_, each of CLOUD_AMQP_VHOSTS on a bus client of its own account, each with its broker.
+  status open_vhosts(host_services& host, const server_config& cfg, const bus::client_options& options,
+                     const broker::settings& settings) {
     auto& root = vhosts_[std::string{default_vhost}];
     root = {std::string{default_vhost}, bus_, nullptr};
     for (const auto& account : cfg.vhosts) {
@@ -164,14 +189,10 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
         return failed(name == default_vhost ? std::string{"topology"} : "topology of vhost '" + name + "'", e.what());
       }
     }
+    return status::ok();
+  }
 
-    session_options session;
-    session.settings = settings;
-    if (cfg.auth == server_config::auth_mode::bus) {
-      identities_ = std::make_shared<identities>(bus_);
-      session.identities = identities_;
-    }
-    server_->serve(std::make_shared<const vhost_map>(vhosts_), session);
+  status listen(host_services& host, const server_config& cfg, const std::shared_ptr<ssl::context>& tls) {
     if (cfg.plain_listener) {
       if (auto refusal = server_->listen(cfg.host, cfg.port)) return failed("listener", *refusal);
       const auto bound = server_->endpoint();
