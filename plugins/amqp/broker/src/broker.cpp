@@ -191,7 +191,7 @@ void broker::narrow_windows(const std::vector<std::string>& queues) {
     auto& pace = narrowing_[queue];
     if (now < pace.due) continue;
     auto narrowed = store::narrow_windows(*this, *bus_, queue);
-    if (auto* failed = std::get_if<store::failure>(&narrowed); failed && !narrowing_stopped_) {
+    if (auto* failed = std::get_if<bus::bus_error>(&narrowed); failed && !narrowing_stopped_) {
       warn("narrowing the routes of queue '" + queue + "' to what its consumer has not passed: " + failed->text +
            " (tried again in a second)");
     }

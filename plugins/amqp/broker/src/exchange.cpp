@@ -80,7 +80,7 @@ void remove_exchange(channel_context& ctx, const std::string& name, bool no_wait
   broker* b = &ctx.state();
   ctx.run_on_bus(
       delete_key, [b, bus = ctx.bus_ptr(), name] { return store::remove_entry(*b, *bus, routing::exchange_key(name)); },
-      [&ctx, no_wait, method_turn](std::optional<store::failure> failed) {
+      [&ctx, no_wait, method_turn](std::optional<bus::bus_error> failed) {
         if (failed) return bus_failed(ctx, *failed, delete_key);
         deleted(ctx, no_wait);
       });
@@ -106,7 +106,7 @@ void on_exchange_declare(channel_context& ctx, wire::exchange_declare m, turn me
   ctx.run_on_bus(
       declare_key, [b, bus = ctx.bus_ptr(), name, wanted] { return store::create_exchange(*b, *bus, name, wanted); },
       [&ctx, name, wanted, no_wait = m.no_wait, method_turn](store::create_outcome<routing::exchange_def> outcome) {
-        if (auto* f = std::get_if<store::failure>(&outcome)) {
+        if (auto* f = std::get_if<bus::bus_error>(&outcome)) {
           ctx.state().write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
           return bus_failed(ctx, *f, declare_key);
         }
@@ -138,8 +138,8 @@ void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m, turn met
                // "Unused" is the bucket's answer: a binding made through another replica counts.
                ctx.run_on_bus(
                    delete_key, [bus = ctx.bus_ptr(), name] { return store::exchange_in_use(*bus, name); },
-                   [&ctx, name, no_wait = m.no_wait, method_turn](std::variant<bool, store::failure> in_use) {
-                     if (auto* f = std::get_if<store::failure>(&in_use)) return bus_failed(ctx, *f, delete_key);
+                   [&ctx, name, no_wait = m.no_wait, method_turn](std::variant<bool, bus::bus_error> in_use) {
+                     if (auto* f = std::get_if<bus::bus_error>(&in_use)) return bus_failed(ctx, *f, delete_key);
                      if (std::get<bool>(in_use)) {
                        return ctx.fail(wire::reply_code::precondition_failed,
                                        "exchange " + quoted(name) +

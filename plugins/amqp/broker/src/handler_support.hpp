@@ -16,7 +16,7 @@ inline routing::name_rules names(channel_context& ctx) { return ctx.state().conf
 
 inline std::string in_vhost(channel_context& ctx) { return ctx.state().in_vhost(); }
 
-inline void bus_failed(channel_context& ctx, const store::failure& f, wire::method_key during) {
+inline void bus_failed(channel_context& ctx, const bus::bus_error& f, wire::method_key during) {
   ctx.refuse(bus_failure_reply(f.kind, "the bus did not complete the operation", f.text, "retry on a new channel"),
              during);
 }
@@ -34,8 +34,8 @@ void find_entry(channel_context& ctx, bool in_mirror, std::string key, wire::met
   broker* b = &ctx.state();
   ctx.run_on_bus(
       during, [b, bus = ctx.bus_ptr(), key = std::move(key)] { return store::refresh(*b, *bus, key); },
-      [&ctx, during, then = std::move(then)](std::variant<bool, store::failure> found) mutable {
-        if (auto* f = std::get_if<store::failure>(&found)) return bus_failed(ctx, *f, during);
+      [&ctx, during, then = std::move(then)](std::variant<bool, bus::bus_error> found) mutable {
+        if (auto* f = std::get_if<bus::bus_error>(&found)) return bus_failed(ctx, *f, during);
         then(std::get<bool>(found));
       });
 }

@@ -199,7 +199,7 @@ struct limited_publish {
   std::vector<length_limit> limits;
 };
 
-using counts_or_failure = std::variant<std::vector<std::uint64_t>, store::failure>;
+using counts_or_failure = std::variant<std::vector<std::uint64_t>, bus::bus_error>;
 
 const length_limit& limit_of(const limited_publish& p, const std::string& queue) {
   return *std::find_if(p.limits.begin(), p.limits.end(), [&](const length_limit& l) { return l.queue == queue; });
@@ -218,10 +218,10 @@ counts_or_failure ready_counts(broker& b, bus::client& bus, const std::vector<st
       counts.push_back(0);
       continue;
     }
-    if (!info) return store::from_bus(info.error());
+    if (!info) return info.error();
     if (for_dropping) info->num_ack_pending = info->held_here;  // nothing counted requeued
     auto n = store::message_count(b, bus, q, *info);
-    if (auto* f = std::get_if<store::failure>(&n)) return *f;
+    if (auto* f = std::get_if<bus::bus_error>(&n)) return *f;
     counts.push_back(std::get<std::uint64_t>(n));
   }
   return counts;
@@ -241,7 +241,7 @@ void trim(basic_state& s, std::shared_ptr<limited_publish> p, std::function<void
   broker* b = &s.ctx.state();
   s.ctx.run_on_bus(during, [b, bus = s.ctx.bus_ptr(), queues] { return ready_counts(*b, *bus, queues, true); },
                    [&s, b, p, queues, then = std::move(then)](counts_or_failure counted) mutable {
-                     if (auto* f = std::get_if<store::failure>(&counted)) return bus_failed(s.ctx, *f, during);
+                     if (auto* f = std::get_if<bus::bus_error>(&counted)) return bus_failed(s.ctx, *f, during);
                      const auto& ready = std::get<std::vector<std::uint64_t>>(counted);
                      auto left = std::make_shared<std::size_t>(queues.size());
                      auto one_done = [left, then = std::move(then)] {
@@ -318,7 +318,7 @@ void publish_limited(basic_state& s, std::shared_ptr<limited_publish> p, turn me
     broker* b = &s.ctx.state();
     s.ctx.run_on_bus(during, [b, bus = s.ctx.bus_ptr(), judged] { return ready_counts(*b, *bus, judged, false); },
                      [&s, p, judged, method_turn](counts_or_failure counted) {
-                       if (auto* f = std::get_if<store::failure>(&counted)) return bus_failed(s.ctx, *f, during);
+                       if (auto* f = std::get_if<bus::bus_error>(&counted)) return bus_failed(s.ctx, *f, during);
                        const auto& ready = std::get<std::vector<std::uint64_t>>(counted);
                        std::vector<std::string> full;
                        for (std::size_t i = 0; i < judged.size(); ++i) {

@@ -15,7 +15,7 @@
 namespace amqp::broker {
 namespace {
 
-using count_or_failure = std::variant<std::uint64_t, store::failure>;
+using count_or_failure = std::variant<std::uint64_t, bus::bus_error>;
 
 std::uint32_t clamp32(std::uint64_t n) {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(n, std::numeric_limits<std::uint32_t>::max()));
@@ -83,7 +83,7 @@ void with_queue(channel_context& ctx, const std::string& name, wire::method_key 
 count_or_failure pending_or_heal(broker& b, bus::client& bus, const std::string& queue) {
   auto info = bus.queue_info(routing::consumer_name(queue));
   if (info) return store::message_count(b, bus, queue, *info);
-  if (info.error().kind != bus::bus_errc::not_found) return store::from_bus(info.error());
+  if (info.error().kind != bus::bus_errc::not_found) return info.error();
   if (auto failed = store::converge_consumer(b, bus, queue)) return *failed;
   return std::uint64_t{0};
 }
@@ -97,7 +97,7 @@ void answer_declare(channel_context& ctx, const std::string& name, bool no_wait,
   ctx.basic().after_publishes([&ctx, b, name, no_wait, method_turn] {
     ctx.run_on_bus(key, [b, bus = ctx.bus_ptr(), name] { return pending_or_heal(*b, *bus, name); },
                    [&ctx, name, no_wait, method_turn](count_or_failure pending) {
-                     if (auto* f = std::get_if<store::failure>(&pending)) return bus_failed(ctx, *f, key);
+                     if (auto* f = std::get_if<bus::bus_error>(&pending)) return bus_failed(ctx, *f, key);
                      if (!no_wait) {
                        ctx.reply(wire::queue_declare_ok{name, clamp32(std::get<std::uint64_t>(pending)),
                                                         ctx.state().consumer_count(name)});
@@ -190,7 +190,7 @@ void declare_new(channel_context& ctx, const std::string& name, const routing::q
       key, [bp, bus = ctx.bus_ptr(), name, wanted] { return create_on_bus(*bp, *bus, name, wanted); },
       [&ctx, name, wanted, no_wait, method_turn](create_result outcome) {
         auto& state = ctx.state();
-        if (auto* f = std::get_if<store::failure>(&outcome)) {
+        if (auto* f = std::get_if<bus::bus_error>(&outcome)) {
           state.forget_queue(name);
           return bus_failed(ctx, *f, key);
         }
@@ -289,8 +289,8 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn method_turn) {
                  ctx.basic().after_publishes([&ctx, b, queue, exchange, m, method_turn] {
                    ctx.run_on_bus(
                        key, [b, bus = ctx.bus_ptr(), queue, exchange, m] { return store::add_binding(*b, *bus, queue, exchange, m.routing_key); },
-                       [&ctx, queue, no_wait = m.no_wait, method_turn](std::variant<store::update_status, store::failure> r) {
-                         if (auto* f = std::get_if<store::failure>(&r)) return bus_failed(ctx, *f, key);
+                       [&ctx, queue, no_wait = m.no_wait, method_turn](std::variant<store::update_status, bus::bus_error> r) {
+                         if (auto* f = std::get_if<bus::bus_error>(&r)) return bus_failed(ctx, *f, key);
                          if (std::get<store::update_status>(r) == store::update_status::absent) {
                            return no_queue(ctx, queue, key);  // deleted meanwhile
                          }
@@ -327,7 +327,7 @@ void on_queue_unbind(channel_context& ctx, wire::queue_unbind m, turn method_tur
                  ctx.basic().after_publishes([&ctx, b, queue, exchange, m, method_turn] {
                    ctx.run_on_bus(
                        key, [b, bus = ctx.bus_ptr(), queue, exchange, m] { return store::remove_binding(*b, *bus, queue, exchange, m.routing_key); },
-                       [&ctx, method_turn](std::optional<store::failure> failed) {
+                       [&ctx, method_turn](std::optional<bus::bus_error> failed) {
                          if (failed) return bus_failed(ctx, *failed, key);
                          ctx.reply(wire::queue_unbind_ok{});
                        });
@@ -348,7 +348,7 @@ void on_queue_purge(channel_context& ctx, wire::queue_purge m, turn method_turn)
           key,
           [b, bus = ctx.bus_ptr(), queue] { return store::purge(*b, *bus, queue); },
           [&ctx, no_wait, method_turn](count_or_failure purged) {
-            if (auto* f = std::get_if<store::failure>(&purged)) return bus_failed(ctx, *f, key);
+            if (auto* f = std::get_if<bus::bus_error>(&purged)) return bus_failed(ctx, *f, key);
             if (!no_wait) ctx.reply(wire::queue_purge_ok{clamp32(std::get<std::uint64_t>(purged))});
           });
     });
@@ -383,7 +383,7 @@ void on_queue_delete(channel_context& ctx, wire::queue_delete_ m, turn method_tu
                  ctx.run_on_bus(
                      key, [b, bus = ctx.bus_ptr(), queue] { return store::pending_messages(*b, *bus, queue); },
                      [&ctx, queue, m, answer](count_or_failure pending) {
-                       if (auto* f = std::get_if<store::failure>(&pending)) return bus_failed(ctx, *f, key);
+                       if (auto* f = std::get_if<bus::bus_error>(&pending)) return bus_failed(ctx, *f, key);
                        auto count = std::get<std::uint64_t>(pending);
                        if (m.if_empty && count > 0) {
                          return ctx.fail(wire::reply_code::precondition_failed,
@@ -397,7 +397,7 @@ void on_queue_delete(channel_context& ctx, wire::queue_delete_ m, turn method_tu
                        broker* bp = &ctx.state();
                        ctx.run_on_bus(
                            key, [bp, bus = ctx.bus_ptr(), queue] { return store::remove_entry(*bp, *bus, routing::queue_key(queue)); },
-                           [&ctx, answer, count](std::optional<store::failure> failed) {
+                           [&ctx, answer, count](std::optional<bus::bus_error> failed) {
                              if (failed) return bus_failed(ctx, *failed, key);
                              answer(count);
                            });

@@ -37,23 +37,21 @@ create_outcome<Def> create_entry(broker& b, bus::client& bus, const std::string&
       b.apply_entry(key, value, *written);
       return created{value, *written};
     }
-    if (written.error().kind != bus::bus_errc::conflict) return from_bus(written.error());
+    if (written.error().kind != bus::bus_errc::conflict) return written.error();
     auto current = bus.kv_get(key);
     if (!current) {
       if (current.error().kind == bus::bus_errc::not_found) continue;  // deleted meanwhile
-      return from_bus(current.error());
+      return current.error();
     }
     auto def = parse(current->value);
-    if (!def) return failure{"bucket entry " + key + " is unreadable: " + def.error().text};
+    if (!def) return bus::bus_error{"bucket entry " + key + " is unreadable: " + def.error().text};
     b.apply_entry(key, current->value, current->revision);
     return *def;
   }
-  return failure{"bucket entry " + key + " kept changing while it was being created"};
+  return bus::bus_error{"bucket entry " + key + " kept changing while it was being created"};
 }
 
 }  // namespace
-
-failure from_bus(const bus::bus_error& e) { return failure{e.text, e.kind}; }
 
 bool is_transient(const routing::exchange_def& def) { return !def.durable; }
 bool is_transient(const routing::queue_def& def) { return !def.durable || def.exclusive; }
@@ -86,7 +84,7 @@ create_outcome<routing::queue_def> create_queue(broker& b, bus::client& bus, con
                                           [](std::string_view v) { return routing::parse_queue(v); });
 }
 
-std::variant<update_status, failure> update_queue(broker& b, bus::client& bus, const std::string& name,
+std::variant<update_status, bus::bus_error> update_queue(broker& b, bus::client& bus, const std::string& name,
                                                   const std::function<bool(routing::queue_def&)>& change,
                                                   bus::kv_entry* entry) {
   const auto key = routing::queue_key(name);
@@ -94,10 +92,10 @@ std::variant<update_status, failure> update_queue(broker& b, bus::client& bus, c
     auto current = attempt == 0 && entry && entry->revision != 0 ? bus::bus_result<bus::kv_entry>{*entry} : bus.kv_get(key);
     if (!current) {
       if (current.error().kind == bus::bus_errc::not_found) return update_status::absent;
-      return from_bus(current.error());
+      return current.error();
     }
     auto def = routing::parse_queue(current->value);
-    if (!def) return failure{"bucket entry " + key + " is unreadable: " + def.error().text};
+    if (!def) return bus::bus_error{"bucket entry " + key + " is unreadable: " + def.error().text};
     if (!change(*def)) {
       b.apply_entry(key, current->value, current->revision);
       if (entry) *entry = *current;
@@ -111,37 +109,37 @@ std::variant<update_status, failure> update_queue(broker& b, bus::client& bus, c
       if (entry) *entry = bus::kv_entry{std::move(value), *written};
       return update_status::done;
     }
-    if (written.error().kind != bus::bus_errc::conflict) return from_bus(written.error());
+    if (written.error().kind != bus::bus_errc::conflict) return written.error();
   }
-  return failure{"queue '" + name + "' kept changing on other replicas; retry the operation"};
+  return bus::bus_error{"queue '" + name + "' kept changing on other replicas; retry the operation"};
 }
 
-std::variant<bool, failure> refresh(broker& b, bus::client& bus, const std::string& key) {
+std::variant<bool, bus::bus_error> refresh(broker& b, bus::client& bus, const std::string& key) {
   auto current = bus.kv_get(key);
   if (!current) {
     if (current.error().kind == bus::bus_errc::not_found) return false;
-    return from_bus(current.error());
+    return current.error();
   }
   b.apply_entry(key, current->value, current->revision);
   return true;
 }
 
-std::optional<failure> converge_consumer(broker& b, bus::client& bus, const std::string& queue, bus::kv_entry* entry) {
+std::optional<bus::bus_error> converge_consumer(broker& b, bus::client& bus, const std::string& queue, bus::kv_entry* entry) {
   const auto key = routing::queue_key(queue);
   auto before = entry && entry->revision != 0 ? bus::bus_result<bus::kv_entry>{*entry} : bus.kv_get(key);
   if (entry) entry->revision = 0;  // known again only once converged
-  std::optional<failure> raced;  // the consumer another writer updated in between
+  std::optional<bus::bus_error> raced;  // the consumer another writer updated in between
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
     if (!before) {
       if (before.error().kind == bus::bus_errc::not_found) return std::nullopt;  // deleted meanwhile
-      return from_bus(before.error());
+      return before.error();
     }
     b.apply_entry(key, before->value, before->revision);
     auto filters = b.filters_of(queue);
     if (filters.empty()) return std::nullopt;  // the mirror has newer news: it is gone
     auto ensured = bus.ensure_queue_consumer(routing::consumer_name(queue), filters, b.sharing_of(queue));
-    if (!ensured && ensured.error().kind != bus::bus_errc::conflict) return from_bus(ensured.error());
-    if (!ensured) raced = from_bus(ensured.error());
+    if (!ensured && ensured.error().kind != bus::bus_errc::conflict) return ensured.error();
+    if (!ensured) raced = ensured.error();
     auto after = bus.kv_get(key);
     if (ensured && after && after->revision == before->revision) {
       if (entry) *entry = std::move(*after);
@@ -150,7 +148,7 @@ std::optional<failure> converge_consumer(broker& b, bus::client& bus, const std:
     before = std::move(after);
   }
   if (raced) return raced;
-  return failure{"queue '" + queue + "' kept changing on other replicas; retry the operation"};
+  return bus::bus_error{"queue '" + queue + "' kept changing on other replicas; retry the operation"};
 }
 
 namespace {
@@ -164,9 +162,9 @@ void retire(routing::queue_def& def, const routing::binding& x, routing::exchang
 
 // The bucket as it is now, as a topology of its own (the mirror is left alone: its watch
 // still has to see each change to tell consumers of a queue deleted elsewhere).
-std::variant<routing::topology, failure> read_bucket(bus::client& bus) {
+std::variant<routing::topology, bus::bus_error> read_bucket(bus::client& bus) {
   auto entries = bus.kv_snapshot(std::chrono::steady_clock::now() + snapshot_timeout);
-  if (!entries) return from_bus(entries.error());
+  if (!entries) return entries.error();
   routing::topology topology;
   // A malformed entry is the watch's to report.
   for (const auto& e : *entries) topology.apply(e.key, std::string_view{e.entry.value});
@@ -175,11 +173,11 @@ std::variant<routing::topology, failure> read_bucket(bus::client& bus) {
 
 // A queue's bucket value, read before the queue goes. Absent or unreadable: an empty
 // definition, as there is nothing to reap for it.
-std::variant<routing::queue_def, failure> departing_queue(bus::client& bus, const std::string& key) {
+std::variant<routing::queue_def, bus::bus_error> departing_queue(bus::client& bus, const std::string& key) {
   auto current = bus.kv_get(key);
   if (!current) {
     if (current.error().kind == bus::bus_errc::not_found) return routing::queue_def{};
-    return from_bus(current.error());
+    return current.error();
   }
   auto def = routing::parse_queue(current->value);
   return def ? *def : routing::queue_def{};
@@ -196,27 +194,27 @@ std::vector<std::string> bound_exchanges(const routing::queue_def& def) {
 
 // The messages published to the queue through the default exchange are on a subject no other
 // queue's filters match: dropped by subject first, they cost the consumer's delete nothing.
-std::optional<failure> drop_own_messages(bus::client& bus, const std::string& queue) {
+std::optional<bus::bus_error> drop_own_messages(bus::client& bus, const std::string& queue) {
   auto own = routing::binding_filters("", routing::exchange_kind::direct, queue);
-  if (!own) return failure{"queue " + queue + " has no subject of its own: " + own.error().text};
+  if (!own) return bus::bus_error{"queue " + queue + " has no subject of its own: " + own.error().text};
   for (const auto& subject : *own)
-    if (auto purged = bus.purge_subject(subject); !purged) return from_bus(purged.error());
+    if (auto purged = bus.purge_subject(subject); !purged) return purged.error();
   return std::nullopt;
 }
 
-std::optional<failure> delete_key(bus::client& bus, const std::string& key) {
+std::optional<bus::bus_error> delete_key(bus::client& bus, const std::string& key) {
   if (auto gone = bus.kv_delete(key); !gone && gone.error().kind != bus::bus_errc::not_found) {
-    return from_bus(gone.error());
+    return gone.error();
   }
   return std::nullopt;
 }
 
-std::optional<failure> remove_queue(broker& b, bus::client& bus, const std::string& key, const std::string& name) {
+std::optional<bus::bus_error> remove_queue(broker& b, bus::client& bus, const std::string& key, const std::string& name) {
   auto departing = departing_queue(bus, key);
-  if (auto* f = std::get_if<failure>(&departing)) return *f;
+  if (auto* f = std::get_if<bus::bus_error>(&departing)) return *f;
   const auto& def = std::get<routing::queue_def>(departing);
   if (auto f = drop_own_messages(bus, name)) return f;
-  if (auto gone = bus.delete_queue_consumer(routing::consumer_name(name)); !gone) return from_bus(gone.error());
+  if (auto gone = bus.delete_queue_consumer(routing::consumer_name(name)); !gone) return gone.error();
   if (auto f = delete_key(bus, key)) return f;
   if (def.expires) {
     if (auto f = delete_key(bus, routing::use_key(name))) return f;
@@ -226,21 +224,21 @@ std::optional<failure> remove_queue(broker& b, bus::client& bus, const std::stri
 
 }  // namespace
 
-std::variant<bool, failure> exchange_in_use(bus::client& bus, const std::string& exchange) {
+std::variant<bool, bus::bus_error> exchange_in_use(bus::client& bus, const std::string& exchange) {
   auto bucket = read_bucket(bus);
-  if (auto* f = std::get_if<failure>(&bucket)) return *f;
+  if (auto* f = std::get_if<bus::bus_error>(&bucket)) return *f;
   return std::get<routing::topology>(bucket).has_bindings(exchange);
 }
 
-std::optional<failure> drop_exchange_bindings(broker& b, bus::client& bus, const std::string& exchange,
+std::optional<bus::bus_error> drop_exchange_bindings(broker& b, bus::client& bus, const std::string& exchange,
                                               std::optional<routing::exchange_kind> kind) {
   // The bucket's list: bindings another replica wrote a moment ago go too.
   auto bucket = read_bucket(bus);
-  if (auto* f = std::get_if<failure>(&bucket)) return *f;
+  if (auto* f = std::get_if<bus::bus_error>(&bucket)) return *f;
   const auto queues = std::get<routing::topology>(bucket).queues_bound_to(exchange);
   if (queues.empty()) return std::nullopt;
   auto until = bus.last_sequence();
-  if (!until) return from_bus(until.error());
+  if (!until) return until.error();
   for (const auto& queue : queues) {
     bus::kv_entry entry;
     auto updated = update_queue(b, bus, queue, [&](routing::queue_def& def) {
@@ -252,7 +250,7 @@ std::optional<failure> drop_exchange_bindings(broker& b, bus::client& bus, const
       });
       return def.bindings.size() != before;
     }, &entry);
-    if (auto* f = std::get_if<failure>(&updated)) return *f;
+    if (auto* f = std::get_if<bus::bus_error>(&updated)) return *f;
     if (auto f = converge_consumer(b, bus, queue, &entry)) return f;
   }
   return std::nullopt;
@@ -262,22 +260,22 @@ namespace {
 
 // Where a new binding's window ends: the stream's last sequence, or 0 (no window) when the
 // queue's consumer has passed it already, as a freshly declared queue's has.
-std::variant<std::uint64_t, failure> window_end(bus::client& bus, const std::string& queue) {
+std::variant<std::uint64_t, bus::bus_error> window_end(bus::client& bus, const std::string& queue) {
   auto last = bus.last_sequence();
-  if (!last) return from_bus(last.error());
+  if (!last) return last.error();
   if (*last == 0) return std::uint64_t{0};
   // The server's count may lag this client's deliveries; a lagging one only keeps the window.
   auto info = bus.peek_queue(routing::consumer_name(queue));
-  if (!info && info.error().kind != bus::bus_errc::not_found) return from_bus(info.error());
+  if (!info && info.error().kind != bus::bus_errc::not_found) return info.error();
   return info && info->delivered_stream_seq >= *last ? 0 : *last;
 }
 
 }  // namespace
 
-std::variant<update_status, failure> add_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
+std::variant<update_status, bus::bus_error> add_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                                  const std::string& key) {
   auto after = window_end(bus, queue);
-  if (auto* f = std::get_if<failure>(&after)) return *f;
+  if (auto* f = std::get_if<bus::bus_error>(&after)) return *f;
   bus::kv_entry entry;
   auto updated = update_queue(b, bus, queue, [&](routing::queue_def& def) {
     for (const auto& x : def.bindings)
@@ -285,19 +283,19 @@ std::variant<update_status, failure> add_binding(broker& b, bus::client& bus, co
     def.bindings.push_back(routing::binding{exchange, key, std::get<std::uint64_t>(after)});
     return true;
   }, &entry);
-  if (std::holds_alternative<failure>(updated) || std::get<update_status>(updated) == update_status::absent)
+  if (std::holds_alternative<bus::bus_error>(updated) || std::get<update_status>(updated) == update_status::absent)
     return updated;
   if (auto failed = converge_consumer(b, bus, queue, &entry)) return *failed;
   // Usually nothing published before the bind is left for the consumer to read: no window then.
   auto narrowed = narrow_windows(b, bus, queue, &entry);
-  if (auto* f = std::get_if<failure>(&narrowed)) return *f;
+  if (auto* f = std::get_if<bus::bus_error>(&narrowed)) return *f;
   return updated;
 }
 
-std::optional<failure> remove_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
+std::optional<bus::bus_error> remove_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                       const std::string& key) {
   auto until = bus.last_sequence();
-  if (!until) return from_bus(until.error());
+  if (!until) return until.error();
   const auto kind = b.read_topology([&](const routing::topology& t) -> std::optional<routing::exchange_kind> {
     const auto* def = t.find_exchange(exchange);
     return def ? std::optional{def->kind} : std::nullopt;
@@ -313,13 +311,13 @@ std::optional<failure> remove_binding(broker& b, bus::client& bus, const std::st
     });
     return removed;
   }, &entry);
-  if (auto* f = std::get_if<failure>(&updated)) return *f;
+  if (auto* f = std::get_if<bus::bus_error>(&updated)) return *f;
   if (std::get<update_status>(updated) == update_status::absent) return std::nullopt;
   if (auto failed = converge_consumer(b, bus, queue, &entry)) return failed;
   if (!removed) return std::nullopt;
   // A queue holding nothing the binding routed lets its filters go at once.
   auto narrowed = narrow_windows(b, bus, queue, &entry);
-  if (auto* f = std::get_if<failure>(&narrowed)) return *f;
+  if (auto* f = std::get_if<bus::bus_error>(&narrowed)) return *f;
   // An auto-delete exchange goes with its last binding (RabbitMQ).
   return reap_auto_delete_exchanges(b, bus, {exchange});
 }
@@ -328,17 +326,17 @@ namespace {
 
 // Has the consumer, at `passed` with nothing outstanding but `info` says, left behind everything
 // `filters` match up to `until`? Then no message of that window can reach it any more.
-std::variant<bool, failure> nothing_left(bus::client& bus, const std::vector<std::string>& filters, std::uint64_t passed,
+std::variant<bool, bus::bus_error> nothing_left(bus::client& bus, const std::vector<std::string>& filters, std::uint64_t passed,
                                          std::uint64_t until) {
   if (passed >= until) return true;
   auto next = bus.next_message(passed + 1, filters);
-  if (!next) return from_bus(next.error());
+  if (!next) return next.error();
   return !*next || (*next)->seq > until;
 }
 
 }  // namespace
 
-std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const std::string& queue, bus::kv_entry* entry) {
+std::variant<bool, bus::bus_error> narrow_windows(broker& b, bus::client& bus, const std::string& queue, bus::kv_entry* entry) {
   const auto def = b.read_topology([&](const routing::topology& t) -> std::optional<routing::queue_def> {
     const auto* found = t.find_queue(queue);
     return found ? std::optional{*found} : std::nullopt;
@@ -347,7 +345,7 @@ std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const st
   auto info = bus.queue_info(routing::consumer_name(queue));
   if (!info) {
     if (info.error().kind == bus::bus_errc::not_found) return false;
-    return from_bus(info.error());
+    return info.error();
   }
   const std::uint64_t passed = info->delivered_stream_seq;
   // A binding's `after` goes once nothing it leaves out is ahead of the consumer.
@@ -357,7 +355,7 @@ std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const st
     const auto filters = b.read_topology([&](const routing::topology& t) { return t.filters_of(x); });
     if (filters.empty()) continue;
     auto left = nothing_left(bus, filters, passed, x.after);
-    if (auto* f = std::get_if<failure>(&left)) return *f;
+    if (auto* f = std::get_if<bus::bus_error>(&left)) return *f;
     if (std::get<bool>(left)) opened.push_back(x);
   }
   // A retired binding goes once what it routed is acked: past the ack floor, or nothing of it
@@ -367,7 +365,7 @@ std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const st
     bool settled = info->ack_floor_stream_seq >= r.until;
     if (!settled && info->num_ack_pending == 0) {
       auto left = nothing_left(bus, r.filters, passed, r.until);
-      if (auto* f = std::get_if<failure>(&left)) return *f;
+      if (auto* f = std::get_if<bus::bus_error>(&left)) return *f;
       settled = std::get<bool>(left);
     }
     if (settled) done.push_back(r);
@@ -387,13 +385,13 @@ std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const st
     });
     return changed || d.retired.size() != before;
   }, entry);
-  if (auto* f = std::get_if<failure>(&updated)) return *f;
+  if (auto* f = std::get_if<bus::bus_error>(&updated)) return *f;
   if (done.empty() || std::get<update_status>(updated) == update_status::absent) return true;
   if (auto failed = converge_consumer(b, bus, queue, entry)) return *failed;
   return true;
 }
 
-std::optional<failure> reap_auto_delete_exchanges(broker& b, bus::client& bus, const std::vector<std::string>& exchanges) {
+std::optional<bus::bus_error> reap_auto_delete_exchanges(broker& b, bus::client& bus, const std::vector<std::string>& exchanges) {
   // Whether an exchange is auto-delete never changes once declared, so the mirror rules most
   // out at no cost; one it does not know yet (declared on another replica) may be.
   std::vector<std::string> candidates;
@@ -405,7 +403,7 @@ std::optional<failure> reap_auto_delete_exchanges(broker& b, bus::client& bus, c
   });
   if (candidates.empty()) return std::nullopt;
   auto bucket = read_bucket(bus);  // the bucket decides "no binding left", not the mirror
-  if (auto* f = std::get_if<failure>(&bucket)) return *f;
+  if (auto* f = std::get_if<bus::bus_error>(&bucket)) return *f;
   const auto& now = std::get<routing::topology>(bucket);
   for (const auto& name : candidates) {
     const auto* def = now.find_exchange(name);
@@ -416,9 +414,9 @@ std::optional<failure> reap_auto_delete_exchanges(broker& b, bus::client& bus, c
   return std::nullopt;
 }
 
-std::optional<failure> remove_entry(broker& b, bus::client& bus, const std::string& key) {
+std::optional<bus::bus_error> remove_entry(broker& b, bus::client& bus, const std::string& key) {
   auto parsed = routing::parse_bucket_key(key);
-  if (!parsed) return failure{"bucket key '" + key + "' names neither an exchange nor a queue"};
+  if (!parsed) return bus::bus_error{"bucket key '" + key + "' names neither an exchange nor a queue"};
   if (parsed->what == routing::bucket_key::kind::queue) return remove_queue(b, bus, key, parsed->name);
   if (parsed->what == routing::bucket_key::kind::use) return delete_key(bus, key);
   // Its kind, read before it goes, spells the filters of the bindings it retires.
@@ -426,20 +424,20 @@ std::optional<failure> remove_entry(broker& b, bus::client& bus, const std::stri
   if (auto current = bus.kv_get(key)) {
     if (auto def = routing::parse_exchange(current->value)) kind = def->kind;
   } else if (current.error().kind != bus::bus_errc::not_found) {
-    return from_bus(current.error());
+    return current.error();
   }
   if (auto f = delete_key(bus, key)) return f;
   return drop_exchange_bindings(b, bus, parsed->name, kind);
 }
 
-std::variant<std::uint64_t, failure> pending_messages(broker& b, bus::client& bus, const std::string& queue) {
+std::variant<std::uint64_t, bus::bus_error> pending_messages(broker& b, bus::client& bus, const std::string& queue) {
   auto info = bus.queue_info(routing::consumer_name(queue));
   if (info) return message_count(b, bus, queue, *info);
   if (info.error().kind == bus::bus_errc::not_found) return std::uint64_t{0};
-  return from_bus(info.error());
+  return info.error();
 }
 
-std::variant<std::uint64_t, failure> message_count(broker& b, bus::client& bus, const std::string& queue, const bus::queue_info& info) {
+std::variant<std::uint64_t, bus::bus_error> message_count(broker& b, bus::client& bus, const std::string& queue, const bus::queue_info& info) {
   const auto windows = b.read_topology([&](const routing::topology& t) { return t.queue_windows(queue); });
   const bool windowed =
       std::any_of(windows.begin(), windows.end(), [](const auto& w) { return w.after != 0 || w.until != 0; });
@@ -447,10 +445,10 @@ std::variant<std::uint64_t, failure> message_count(broker& b, bus::client& bus, 
   const std::uint64_t passed = info.delivered_stream_seq;
   std::set<std::uint64_t> outside;  // a message two windows' filters match is walked twice
   // Walks the messages from `from` up to `to` (0: the stream's end) that `w` could route.
-  auto walk = [&](const routing::route_window& w, std::uint64_t from, std::uint64_t to) -> std::optional<failure> {
+  auto walk = [&](const routing::route_window& w, std::uint64_t from, std::uint64_t to) -> std::optional<bus::bus_error> {
     while (to == 0 || from <= to) {
       auto next = bus.next_message(from, w.filters);
-      if (!next) return from_bus(next.error());
+      if (!next) return next.error();
       if (!*next || (to != 0 && (*next)->seq > to)) break;
       if (!routing::admitted(windows, (*next)->subject, (*next)->seq)) outside.insert((*next)->seq);
       from = (*next)->seq + 1;
@@ -467,14 +465,14 @@ std::variant<std::uint64_t, failure> message_count(broker& b, bus::client& bus, 
   return undelivered - std::min<std::uint64_t>(undelivered, outside.size()) + info.requeued();
 }
 
-std::variant<std::uint64_t, failure> purge(broker& b, bus::client& bus, const std::string& queue) {
+std::variant<std::uint64_t, bus::bus_error> purge(broker& b, bus::client& bus, const std::string& queue) {
   auto info = bus.queue_info(routing::consumer_name(queue));
-  if (!info) return from_bus(info.error());
+  if (!info) return info.error();
   auto count = message_count(b, bus, queue, *info);
-  if (std::holds_alternative<failure>(count)) return count;
+  if (std::holds_alternative<bus::bus_error>(count)) return count;
   if (auto f = drop_own_messages(bus, queue)) return *f;
   if (auto purged = bus.purge_queue(routing::consumer_name(queue), b.filters_of(queue), b.sharing_of(queue)); !purged)
-    return from_bus(purged.error());
+    return purged.error();
   return count;
 }
 

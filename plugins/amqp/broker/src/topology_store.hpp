@@ -46,20 +46,14 @@ bool is_transient(const routing::queue_def& def);
 std::string node_of(std::string_view json);
 
 // What a create found: `created` (this process wrote it), the definition already there
-// (someone declared it first: the caller compares), or a failure sentence.
+// (someone declared it first: the caller compares), or the bus error.
 struct created {
   std::string value;  // as written, at `revision`
   std::uint64_t revision = 0;
 };
-struct failure {
-  std::string text;
-  bus::bus_errc kind = bus::bus_errc::failed;  // denied: the bus refused the client's user
-};
-// A bus error as a store failure (denied when the bus refused the client's user).
-failure from_bus(const bus::bus_error& e);
 
 template <class Def>
-using create_outcome = std::variant<created, Def, failure>;
+using create_outcome = std::variant<created, Def, bus::bus_error>;
 
 create_outcome<routing::exchange_def> create_exchange(broker& b, bus::client& bus, const std::string& name,
                                                       const routing::exchange_def& def);
@@ -68,35 +62,35 @@ create_outcome<routing::queue_def> create_queue(broker& b, bus::client& bus, con
 
 // Revision-checked read-modify-write of a queue's value. `change` edits the definition and
 // returns false when there is nothing to write. nullopt = done (or nothing to do); "absent"
-// when the queue is not in the bucket; otherwise the failure sentence.
+// when the queue is not in the bucket; otherwise the bus error.
 //
 // `entry`, where a function takes one, carries the queue's value between the steps of one
 // operation: a known revision (non-zero) is used instead of reading the key (a stale one only
 // costs the revision check a retry), and on success it holds the value last written or read.
 enum class update_status { done, absent };
-std::variant<update_status, failure> update_queue(broker& b, bus::client& bus, const std::string& name,
+std::variant<update_status, bus::bus_error> update_queue(broker& b, bus::client& bus, const std::string& name,
                                                   const std::function<bool(routing::queue_def&)>& change,
                                                   bus::kv_entry* entry = nullptr);
 
 // Reads one key into the mirror (a miss in the mirror may be a declaration on another replica
 // whose watch update has not arrived yet). True when the key exists.
-std::variant<bool, failure> refresh(broker& b, bus::client& bus, const std::string& key);
+std::variant<bool, bus::bus_error> refresh(broker& b, bus::client& bus, const std::string& key);
 
 // Makes the queue's bus consumer carry the queue's current filters. Re-reads the bucket after
 // ensuring and repeats when the value changed meanwhile, so concurrent binds on two replicas
 // converge on the union instead of the last writer's view.
-std::optional<failure> converge_consumer(broker& b, bus::client& bus, const std::string& queue,
+std::optional<bus::bus_error> converge_consumer(broker& b, bus::client& bus, const std::string& queue,
                                          bus::kv_entry* entry = nullptr);
 
 // True when some queue, declared through any replica, has a binding to `exchange`: the
 // bucket's answer (bindings live in the `q.<name>` values), not the mirror's, whose watch may
 // trail another replica's bind-ok. For exchange.delete if-unused.
-std::variant<bool, failure> exchange_in_use(bus::client& bus, const std::string& exchange);
+std::variant<bool, bus::bus_error> exchange_in_use(bus::client& bus, const std::string& exchange);
 
 // Removes an exchange's bindings from every queue that has one (a deleted exchange takes its
 // bindings with it, as in RabbitMQ; otherwise re-declaring the name would revive them). With
 // the exchange's kind known, each binding is retired (retire_binding): what it routed stays.
-std::optional<failure> drop_exchange_bindings(broker& b, bus::client& bus, const std::string& exchange,
+std::optional<bus::bus_error> drop_exchange_bindings(broker& b, bus::client& bus, const std::string& exchange,
                                               std::optional<routing::exchange_kind> kind);
 
 // queue.bind and queue.unbind in the bucket and on the queue's consumer. AMQP routes at
@@ -104,36 +98,36 @@ std::optional<failure> drop_exchange_bindings(broker& b, bus::client& bus, const
 // stream's last sequence now, and a removed one keeps its filters on the consumer until the
 // consumer has passed what it routed. Call them once the channel's own publishes are stored.
 // An unbind takes an auto-delete exchange with its last binding.
-std::variant<update_status, failure> add_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
+std::variant<update_status, bus::bus_error> add_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                                  const std::string& key);
-std::optional<failure> remove_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
+std::optional<bus::bus_error> remove_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                       const std::string& key);
 
 // Narrows a windowed queue's routes to what its consumer has not passed: an `after` it passed
 // is cleared, and a retired binding whose messages are all acked goes, with its filters. True
 // when something was narrowed.
-std::variant<bool, failure> narrow_windows(broker& b, bus::client& bus, const std::string& queue,
+std::variant<bool, bus::bus_error> narrow_windows(broker& b, bus::client& bus, const std::string& queue,
                                            bus::kv_entry* entry = nullptr);
 
 // RabbitMQ's auto-delete exchange: it goes when its last binding goes (an unbind, or the
 // deletion of the queue that held it), never merely for having had none. Call it after
 // bindings to `exchanges` were removed: each that is auto-delete and now bound by no queue
 // of the bucket is deleted.
-std::optional<failure> reap_auto_delete_exchanges(broker& b, bus::client& bus, const std::vector<std::string>& exchanges);
+std::optional<bus::bus_error> reap_auto_delete_exchanges(broker& b, bus::client& bus, const std::vector<std::string>& exchanges);
 
 // Deletes a whole entry from the bus: for a queue its consumer and key (then the auto-delete
 // exchanges it was the last binding of), for an exchange its key and its bindings. Absent
 // is success.
-std::optional<failure> remove_entry(broker& b, bus::client& bus, const std::string& key);
+std::optional<bus::bus_error> remove_entry(broker& b, bus::client& bus, const std::string& key);
 
 // How many messages the queue holds ready for delivery (0 when its consumer is absent).
-std::variant<std::uint64_t, failure> pending_messages(broker& b, bus::client& bus, const std::string& queue);
+std::variant<std::uint64_t, bus::bus_error> pending_messages(broker& b, bus::client& bus, const std::string& queue);
 // The same from counts already read: what the consumer counts ready (bus::queue_info::ready)
 // less what it has still to pass outside every route's window (published before a bind, or
 // after an unbind, and kept in the stream for another queue): those it would only drop.
-std::variant<std::uint64_t, failure> message_count(broker& b, bus::client& bus, const std::string& queue, const bus::queue_info& info);
+std::variant<std::uint64_t, bus::bus_error> message_count(broker& b, bus::client& bus, const std::string& queue, const bus::queue_info& info);
 // queue.purge: the count (message_count), then the queue's messages are dropped.
-std::variant<std::uint64_t, failure> purge(broker& b, bus::client& bus, const std::string& queue);
+std::variant<std::uint64_t, bus::bus_error> purge(broker& b, bus::client& bus, const std::string& queue);
 
 }  // namespace store
 }  // namespace amqp::broker
