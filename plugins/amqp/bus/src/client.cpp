@@ -186,7 +186,7 @@ void client_impl::complete_publish(std::uint64_t id, bus_status status) {
     send_waiting_locked();
   }
   if (p.msg) released_.release(std::move(p.msg));
-  if (status) note_publish_confirmed();
+  if (status && counts_) counts_->note_confirmed();
   completions_->post(p.ex, std::move(p.done), std::move(status));
 }
 
@@ -326,7 +326,7 @@ void client_impl::close() {
     inbox_done_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return inbox_subs_open_ <= 0; });
   }
   fail_all_publishes("the bus client was closed before the bus confirmed");
-  delete_probe();
+  if (counts_ && control_) counts_->delete_probe();
   {
     std::lock_guard lock{mutex_};
     if (sweep_timer_) sweep_timer_->cancel();

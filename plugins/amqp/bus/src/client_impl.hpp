@@ -21,9 +21,11 @@
 #include <unordered_set>
 
 #include "amqp/bus/client.hpp"
+#include "api_reply.hpp"
 #include "completion_queue.hpp"
 #include "held_deliveries.hpp"
 #include "nats_handle.hpp"
+#include "publish_counts.hpp"
 
 namespace amqp::bus::detail {
 
@@ -36,10 +38,6 @@ using json = nlohmann::json;
 class puller_impl;
 class client_impl;
 
-extern const char* const no_jetstream_text;
-
-// A JetStream API reply: either the parsed JSON or the API's own error.
-bus_result<json> parse_api_reply(std::string_view step, natsMsg* reply);
 // The delivery fields carried by a `$JS.ACK...` reply subject (v1 and v2 forms).
 bool parse_ack_subject(std::string_view reply, delivery& out);
 // The consumer (queue) a `$JS.ACK...` subject names; empty when it is not one.
@@ -210,7 +208,7 @@ class client_impl final : public client {
   bus_result<std::vector<std::string>> queues_with_other_ack_wait() override;
   bus_result<bus::queue_info> queue_info(const std::string& queue) override;
   bus_result<bus::queue_info> peek_queue(const std::string& queue) override;
-  bool publishes_uncounted() const override { return counts_behind_; }
+  bool publishes_uncounted() const override { return counts_ && counts_->behind(); }
   bus_status count_publishes() override { return catch_up_with_publishes("a pull"); }
   bus_status purge_subject(const std::string& subject) override;
   bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,
@@ -322,19 +320,8 @@ class client_impl final : public client {
                        queue_sharing sharing) const;
   // `held_then`: the queue's held deliveries as they were when it decided what to wait for.
   bus_status sync_settlements(const std::string& queue, const std::string& step, std::uint64_t* held_then = nullptr);
-  // Counts follow the publishes confirmed before them (stream_signals.cpp).
-  enum class probe_seen { counted, late, gone };
-  void note_publish_confirmed();
-  bus_status catch_up_with_publishes(const std::string& step);
-  std::string probe_name() const;
-  std::string probe_subject() const;
-  bus_status create_probe(const std::string& step);
-  bus_status probe_stream_signals(const std::string& step);
-  bus_result<probe_seen> probe_counted(const std::string& what);
-  void take_probe_message(const std::string& what);
-  bool took_probe_message();  // the pull of the probe's message, on an inbox of its own
-  void drop_probe(const std::string& what);
-  void delete_probe();
+  // Counts follow the publishes confirmed before them (publish_counts.hpp).
+  bus_status catch_up_with_publishes(const std::string& step) { return counts_ ? counts_->catch_up(step) : bus_ok(); }
   std::uint64_t held(const std::string& queue) const;
   // A delivery stops counting as held: settled, or its NAK is on its way (`sent` false: it is
   // still reported in progress until send_nak).
@@ -431,9 +418,7 @@ class client_impl final : public client {
   std::mutex denials_mutex_;
   std::deque<denial> denials_;  // the latest permissions violations, oldest first
 
-  std::mutex probe_mutex_;  // one probe at a time (stream_signals.cpp)
-  bool probe_created_ = false;
-  std::atomic<bool> counts_behind_{false};  // a publish was confirmed since the last probe
+  std::unique_ptr<publish_counts> counts_;  // made with the inbox (start_inbox), whose name it shares
 
   std::shared_ptr<completion_queue> completions_ = std::make_shared<completion_queue>();
   msg_batch_release released_;  // sent messages, pub acks and deliveries

@@ -286,6 +286,10 @@ bus_status client_impl::start_inbox() {
     std::lock_guard lock{mutex_};
     sweep_timer_ = std::make_unique<boost::asio::steady_timer>(workers_->get_executor());
   }
+  counts_ = std::make_unique<publish_counts>(
+      control_.get(), inbox_.substr(inbox_.rfind('.') + 1),
+      [this](std::string_view what, const std::string& api_subject, const json& body) { return api(what, api_subject, body); },
+      request_timeout_ms());
   progress_thread_ = std::jthread{[this](std::stop_token stop) { report_progress_until(stop); }};
   return bus_ok();
 }

@@ -1,0 +1,150 @@
+#include "publish_counts.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "amqp/bus/client.hpp"
+#include "api_reply.hpp"
+#include "error.hpp"
+#include "nats_handle.hpp"
+
+namespace amqp::bus::detail {
+
+namespace {
+
+using json = nlohmann::json;
+
+// The server drops the probe of a process that died after this long without a pull.
+constexpr std::int64_t probe_idle_ns = 3600LL * 1'000'000'000;
+// The take of a counted probe message waits this long for it at most (take_message).
+constexpr std::int64_t probe_take_ns = 500'000'000;
+
+std::uint64_t pending_of(const json& info) { return info.value("num_pending", std::uint64_t{0}); }
+
+}  // namespace
+
+// '~' is not a word character of a name (routing/names.cpp), so no binding's filter matches the
+// probe's subject.
+publish_counts::publish_counts(natsConnection* control, std::string_view client_id, api_fn api, int timeout_ms)
+    : control_(control),
+      name_("~counts-" + std::string{client_id}),
+      subject_("amqp." + name_),
+      api_(std::move(api)),
+      timeout_ms_(timeout_ms) {}
+
+bus_status publish_counts::catch_up(const std::string& step) {
+  std::lock_guard probing{mutex_};
+  if (!behind_.exchange(false)) return bus_ok();  // nothing confirmed since the last probe
+  auto done = probe(step);
+  if (!done) behind_ = true;
+  return done;
+}
+
+bus_status publish_counts::create_probe(const std::string& step) {
+  auto created = api_(step, std::string{"CONSUMER.DURABLE.CREATE."} + stream_name + "." + name_,
+                      json{{"stream_name", stream_name},
+                           {"config",
+                            {{"durable_name", name_},
+                             {"deliver_policy", "new"},
+                             {"ack_policy", "none"},
+                             {"filter_subject", subject_},
+                             {"mem_storage", true},
+                             {"inactive_threshold", probe_idle_ns}}}});
+  if (!created) return created.error();
+  created_ = true;
+  return bus_ok();
+}
+
+bus_status publish_counts::probe(const std::string& step) {
+  const std::string what = step + ": waiting for the bus to count the publishes it confirmed";
+  for (int attempt = 0;; ++attempt) {
+    if (!created_)
+      if (auto made = create_probe(what); !made) return made;
+    auto seen = counted(what);
+    if (!seen) return seen.error();
+    switch (*seen) {
+      case probe_seen::counted:
+        take_message(what);
+        return bus_ok();
+      case probe_seen::late:
+        // A server too slow to signal in time gives a count that may miss a late publish, as
+        // one too slow to apply settlements does (sync_settlements). The probe consumer goes
+        // with its message, so that the late signal cannot count for the next probe.
+        drop_probe(what);
+        return bus_ok();
+      case probe_seen::gone:
+        // Dropped as idle (or by an operator): the probe message had nobody to count it.
+        created_ = false;
+        if (attempt > 0) return failure(what, "the probe consumer " + name_ + " vanished twice");
+    }
+  }
+}
+
+// Publishes a probe message and waits until the probe consumer counts it.
+bus_result<publish_counts::probe_seen> publish_counts::counted(const std::string& what) {
+  natsMsg* raw = nullptr;
+  natsStatus s = natsConnection_Request(&raw, control_, subject_.c_str(), nullptr, 0, timeout_ms_);
+  msg_ptr ack{raw};
+  if (s == NATS_NO_RESPONDERS) return failure(what, no_jetstream_text);
+  if (s != NATS_OK) return nats_failure(what, s);
+  if (auto stored = parse_api_reply(what, ack.get()); !stored) return stored.error();
+
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    auto info = api_(what, std::string{"CONSUMER.INFO."} + stream_name + "." + name_, nullptr);
+    if (!info) {
+      if (info.error().kind == bus_errc::not_found) return probe_seen::gone;
+      return info.error();
+    }
+    if (pending_of(*info) > 0) return probe_seen::counted;
+    if (std::chrono::steady_clock::now() >= give_up) return probe_seen::late;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+}
+
+// The count this probe waited for is done; taking its message only tidies up. The server can
+// count the message and then not find it (it waits for a no-wait pull it counted something for),
+// so the pull waits half a second at most, and any other answer drops the probe consumer instead:
+// that drops the message too (nothing else is interested), and a new probe starts past it.
+void publish_counts::take_message(const std::string& what) {
+  if (!took_message()) drop_probe(what);
+}
+
+// The pull has an inbox of its own: a delivery names the message's subject, not the reply's, and
+// nats.c routes such a reply to its request only while no other request is in flight.
+bool publish_counts::took_message() {
+  natsInbox* raw_inbox = nullptr;
+  if (natsInbox_Create(&raw_inbox) != NATS_OK) return false;
+  inbox_ptr inbox{raw_inbox};
+  natsSubscription* raw_sub = nullptr;
+  if (natsConnection_SubscribeSync(&raw_sub, control_, inbox.get()) != NATS_OK) return false;
+  subscription_ptr sub{raw_sub};
+  const std::string next = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + name_;
+  const std::string request = json{{"batch", 1}, {"no_wait", true}, {"expires", probe_take_ns}}.dump();
+  natsMsg* raw = nullptr;
+  natsStatus s = natsConnection_PublishRequestString(control_, next.c_str(), inbox.get(), request.c_str());
+  if (s == NATS_OK) s = natsSubscription_NextMsg(&raw, sub.get(), timeout_ms_);
+  msg_ptr taken{raw};
+  natsSubscription_Unsubscribe(sub.get());
+  return s == NATS_OK && natsMsg_GetSubject(taken.get()) == subject_;
+}
+
+void publish_counts::drop_probe(const std::string& what) {
+  created_ = false;
+  (void)api_(what, std::string{"CONSUMER.DELETE."} + stream_name + "." + name_, nullptr);
+}
+
+void publish_counts::delete_probe() {
+  std::lock_guard probing{mutex_};
+  if (!created_) return;
+  const std::string del = std::string{"$JS.API.CONSUMER.DELETE."} + stream_name + "." + name_;
+  natsMsg* raw = nullptr;
+  natsConnection_RequestString(&raw, control_, del.c_str(), "", 1000);
+  msg_ptr reply{raw};
+  created_ = false;
+}
+
+}  // namespace amqp::bus::detail
