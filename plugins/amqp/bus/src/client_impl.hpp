@@ -388,7 +388,7 @@ class client_impl final : public client {
   std::condition_variable inbox_done_cv_;
   int inbox_subs_open_ = 0;  // until each subscription's callback can no longer run
 
-  mutable std::mutex mutex_;  // guards everything below, to held_mutex_
+  mutable std::mutex mutex_;  // guards everything below, to held_
   std::unordered_map<const puller_impl*, std::weak_ptr<puller_impl>> pullers_;
   std::map<std::uint64_t, pending_publish> in_flight_;  // id order = send order
   std::deque<std::pair<std::uint64_t, pending_publish>> waiting_;
@@ -407,9 +407,7 @@ class client_impl final : public client {
   bool sweep_armed_ = false;
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
 
-  mutable std::mutex held_mutex_;
-  held_deliveries held_;
-  std::unordered_set<std::string> unsynced_;  // queues settled since their last sync
+  held_deliveries held_;  // its own lock
 
   struct denial {
     std::string subject;

@@ -272,10 +272,7 @@ bus_status client_impl::reclaim_queue(const json& info, const std::string& step)
       return nats_failure(step + " of queue " + queue, s);
     from = (*next)->seq + 1;
   }
-  {
-    std::lock_guard lock{held_mutex_};
-    unsynced_.insert(queue);
-  }
+  held_.mark_unsynced(queue);
   return sync_settlements(queue, step + " of queue " + queue);
 }
 

@@ -82,10 +82,7 @@ std::string_view consumer_of(std::string_view reply) {
 
 void client_impl::unhold(const std::string& reply, bool sent) {
   const std::string_view queue = consumer_of(reply);
-  std::lock_guard lock{held_mutex_};
-  held_.uncount(queue);
-  if (sent) held_.stop_reporting(reply);
-  unsynced_.emplace(queue);
+  held_.settled(queue, reply, sent);
 }
 
 // Sent before it stops counting as held: a count taken in between (on another thread) would
@@ -106,20 +103,13 @@ void client_impl::term(const std::string& reply) { settle(reply, "+TERM"); }
 // progress report for a message that is not pending), and the server still answers it.
 bus_status client_impl::sync_settlements(const std::string& queue, const std::string& step,
                                          std::uint64_t* held_then) {
-  {
-    std::lock_guard lock{held_mutex_};
-    if (held_then != nullptr) *held_then = held_.count(queue);
-    if (unsynced_.erase(queue) == 0) return bus_ok();  // nothing settled since the last sync
-  }
+  if (!held_.take_unsynced(queue, held_then)) return bus_ok();  // nothing settled since the last sync
   const std::string sentinel = std::string{"$JS.ACK."} + stream_name + "." + queue + ".1.9223372036854775807.0.0.0";
   natsMsg* raw = nullptr;
   natsStatus s = natsConnection_RequestString(&raw, conn_.get(), sentinel.c_str(), "+WPI", request_timeout_ms());
   msg_ptr reply{raw};
   if (s == NATS_OK || s == NATS_NO_RESPONDERS) return bus_ok();  // no responders: no such consumer
-  {
-    std::lock_guard lock{held_mutex_};
-    unsynced_.insert(queue);
-  }
+  held_.mark_unsynced(queue);
   // A consumer deleted while it held the sentinel never answers it (the consumer's info says
   // so next); a server too slow to answer in time gives a count that may miss a late ack.
   if (s == NATS_TIMEOUT) return bus_ok();
@@ -157,10 +147,7 @@ void client_impl::nak(const std::string& reply) {
 }
 
 void client_impl::send_nak(std::uint64_t id, const std::string& reply) {
-  {
-    std::lock_guard lock{held_mutex_};
-    held_.stop_reporting(reply);
-  }
+  held_.stop_reporting(reply);
   const std::string answer = inbox_ + ".n." + std::to_string(id);
   if (natsConnection_PublishRequestString(conn_.get(), reply.c_str(), answer.c_str(), "-NAK") != NATS_OK)
     nak_answered(id);  // not sent: nothing to wait for (the ack wait brings the message back)

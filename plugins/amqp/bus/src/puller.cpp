@@ -585,12 +585,10 @@ void client_impl::resume(const std::string& queue) {
 }
 
 void client_impl::note_held(std::string_view queue, std::string reply) {
-  std::lock_guard lock{held_mutex_};
   held_.add(queue, std::move(reply));
 }
 
 std::uint64_t client_impl::held(const std::string& queue) const {
-  std::lock_guard lock{held_mutex_};
   return held_.count(queue);
 }
 
@@ -609,11 +607,7 @@ void client_impl::report_progress_until(std::stop_token stop) {
 }
 
 void client_impl::report_progress() {
-  std::vector<std::string> due;
-  {
-    std::lock_guard lock{held_mutex_};
-    due = held_.due();
-  }
+  const std::vector<std::string> due = held_.due();
   // Sent after a settlement of the same delivery (another thread's), a report changes nothing.
   for (const auto& reply : due) {
     if (closed_) return;
