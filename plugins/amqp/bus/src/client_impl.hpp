@@ -25,6 +25,7 @@
 #include "completion_queue.hpp"
 #include "held_deliveries.hpp"
 #include "nats_handle.hpp"
+#include "permission_denials.hpp"
 #include "publish_counts.hpp"
 
 namespace amqp::bus::detail {
@@ -409,12 +410,7 @@ class client_impl final : public client {
 
   held_deliveries held_;  // its own lock
 
-  struct denial {
-    std::string subject;
-    std::chrono::steady_clock::time_point at{};
-  };
-  std::mutex denials_mutex_;
-  std::deque<denial> denials_;  // the latest permissions violations, oldest first
+  permission_denials denials_;  // its own lock
 
   std::unique_ptr<publish_counts> counts_;  // made with the inbox (start_inbox), whose name it shares
 

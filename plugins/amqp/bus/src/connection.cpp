@@ -193,12 +193,7 @@ void client_impl::on_async_error(natsConnection*, natsSubscription*, natsStatus 
 }
 
 void client_impl::permission_denied(const std::string& subject) {
-  constexpr std::size_t remembered = 256;
-  {
-    std::lock_guard lock{denials_mutex_};
-    denials_.push_back({subject, std::chrono::steady_clock::now()});
-    if (denials_.size() > remembered) denials_.pop_front();
-  }
+  denials_.note(subject);
   std::vector<std::uint64_t> publishes;
   std::vector<std::shared_ptr<puller_impl>> pullers;
   const std::string next_prefix = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + ".";
@@ -229,9 +224,7 @@ std::string client_impl::user_text() const {
 }
 
 bool client_impl::denied_since(const std::string& subject, std::chrono::steady_clock::time_point since) {
-  std::lock_guard lock{denials_mutex_};
-  return std::any_of(denials_.begin(), denials_.end(),
-                     [&](const denial& d) { return d.subject == subject && d.at >= since; });
+  return denials_.since(subject, since);
 }
 
 bus_result<json> parse_api_reply(std::string_view step, natsMsg* reply) {
