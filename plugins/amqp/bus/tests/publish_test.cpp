@@ -416,6 +416,18 @@ TEST_CASE("queue_info counts every publish confirmed before it, at once") {
   }
 }
 
+namespace {
+
+std::vector<std::string> probe_consumers(harness& h) {
+  std::vector<std::string> probes;
+  const auto names = h.server.api("CONSUMER.NAMES.AMQP");
+  for (const auto& name : names["consumers"])
+    if (name.get<std::string>().starts_with("~counts-")) probes.push_back(name);
+  return probes;
+}
+
+}  // namespace
+
 // The count's probe message is taken with a pull, and a JetStream delivery names the message's
 // subject, not the reply's: on a shared request inbox it reached its request only while no other
 // request was in flight, so with other channels' bus requests going on, the take waited out the
@@ -434,15 +446,27 @@ TEST_CASE("counting publishes while other bus requests are in flight keeps its p
   }
   done = true;
   other.join();
-  std::vector<std::string> probes;
-  const auto names = h.server.api("CONSUMER.NAMES.AMQP");
-  for (const auto& name : names["consumers"])
-    if (name.get<std::string>().starts_with("~counts-")) probes.push_back(name);
+  const auto probes = probe_consumers(h);
   REQUIRE(probes.size() == 1);
   const auto probe = h.server.api("CONSUMER.INFO.AMQP." + probes[0]);
   // One probe consumer all along, which delivered each of its messages to its take.
   CHECK(probe["delivered"]["consumer_seq"] == rounds);
   CHECK(probe["num_pending"] == 0);
+}
+
+TEST_CASE("a probe consumer the server dropped (idle, or an operator) is made again, and the count still holds") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("vanish", {"amqp.d.vanish"}).ok());
+  REQUIRE(h.publish_one("amqp.d.vanish", "", "one").ok());
+  REQUIRE(h.bus->count_publishes().ok());
+  auto probes = probe_consumers(h);
+  REQUIRE(probes.size() == 1);
+  h.server.api("CONSUMER.DELETE.AMQP." + probes[0]);
+  REQUIRE(h.publish_one("amqp.d.vanish", "", "two").ok());
+  auto info = h.bus->queue_info("vanish");  // counts after the probe, made again
+  REQUIRE(info.ok());
+  CHECK(info->ready() == 2);
+  CHECK(probe_consumers(h) == probes);  // the same name: one per client
 }
 
 TEST_CASE("a queue deleted under a waiting pull reports the consumer gone (409) and what it did not bring") {
