@@ -118,7 +118,7 @@ void client_impl::publish(std::string subject, std::string amqp_props_b64, std::
   // Sent under the lock so that two publishers cannot overtake each other between the
   // decision and the socket; natsConnection_PublishMsg appends to nats.c's buffer, or writes
   // one message at once.
-  if (in_flight_.empty()) publishing_at_once_ = naks_.empty();
+  if (in_flight_.empty()) publishing_at_once_ = !requeue_.any_unanswered();
   auto [it, inserted] = in_flight_.emplace(id, std::move(p));
   if (auto sent = send_publish(id, it->second); !sent) {
     auto failed = std::move(it->second);
@@ -137,7 +137,7 @@ void client_impl::publish(std::string subject, std::string amqp_props_b64, std::
 // later ones): such a publish goes buffered, behind it.
 bool client_impl::may_send_publish_locked() const {
   if (switching_ || in_flight_.size() >= options_.max_publish_in_flight) return false;
-  return !publishing_at_once_ || (in_flight_.size() < at_once_in_flight && naks_.empty());
+  return !publishing_at_once_ || (in_flight_.size() < at_once_in_flight && !requeue_.any_unanswered());
 }
 
 std::size_t client_impl::publish_backlog() const {
@@ -197,7 +197,7 @@ void client_impl::send_waiting_locked() {
   if (!in_flight_.empty() && (publishing_at_once_ || switching_)) return;
   if (in_flight_.empty()) {
     switching_ = false;
-    publishing_at_once_ = waiting_.size() < at_once_in_flight && naks_.empty();
+    publishing_at_once_ = waiting_.size() < at_once_in_flight && !requeue_.any_unanswered();
   }
   while (!waiting_.empty() && may_send_publish_locked() && !closed_) {
     auto [id, p] = std::move(waiting_.front());
@@ -215,7 +215,7 @@ void client_impl::send_waiting_locked() {
 // exactly one `done`: a periodic sweep fails publishes older than publish_timeout. It also
 // lifts a requeue barrier whose NAKs went unanswered too long (inbox.cpp).
 void client_impl::arm_sweep() {
-  if (sweep_armed_ || (in_flight_.empty() && barriers_.empty() && gates_.empty() && directs_.empty()) || !sweep_timer_)
+  if (sweep_armed_ || (in_flight_.empty() && !requeue_.any_open() && directs_.empty()) || !sweep_timer_)
     return;
   sweep_armed_ = true;
   sweep_timer_->expires_after(sweep_period);
@@ -228,14 +228,14 @@ void client_impl::arm_sweep() {
 
 void client_impl::sweep() {
   std::vector<pending_publish> expired;
-  std::vector<resume_fn> released;
-  std::vector<std::pair<std::uint64_t, std::string>> unheld;
+  std::vector<requeue_order::resume_fn> released;
+  std::vector<requeue_order::held_nak> unheld;
   std::vector<pending_direct> unanswered;
   {
     std::lock_guard lock{mutex_};
     sweep_armed_ = false;
     const auto now = std::chrono::steady_clock::now();
-    released = expire_barriers_locked(now, unheld);
+    released = requeue_.expire(now, unheld);
     // Nobody said "no responders": a subscriber was there, and did not answer in time.
     take_due(directs_, [&](const pending_direct& d) { return d.deadline <= now; }, unanswered);
     take_due(in_flight_, [&](pending_publish& p) { return !retry_or_keep_locked(p, now); }, expired);

@@ -27,6 +27,7 @@
 #include "nats_handle.hpp"
 #include "permission_denials.hpp"
 #include "publish_counts.hpp"
+#include "requeue_order.hpp"
 
 namespace amqp::bus::detail {
 
@@ -262,7 +263,7 @@ class client_impl final : public client {
   // checks them when asked for the consumer's info). False when the server did not answer.
   bool forget_dead_requests(const std::string& queue);
   // A puller of `queue` stops with requests open: it is kept until drained, and the queue's NAKs
-  // wait for it (inbox.cpp, "requeue after the drain"). Then drain_finished, once.
+  // wait for it (requeue_order.hpp). Then drain_finished, once.
   void drain_started(const std::shared_ptr<puller_impl>& p);
   void drain_finished(const puller_impl& p);
   // A delivery reached this client: it is held until settled (queue_info::held_here), and
@@ -290,19 +291,6 @@ class client_impl final : public client {
     boost::asio::any_io_executor ex;
     std::function<void(bool)> done;
     std::chrono::steady_clock::time_point deadline{};
-  };
-  using resume_fn = std::pair<boost::asio::any_io_executor, std::function<void()>>;
-  // A queue's pulls held behind its unanswered NAKs (inbox.cpp, "requeue before pull").
-  struct requeue_barrier {
-    std::size_t unanswered = 0;
-    std::chrono::steady_clock::time_point since{};
-    std::vector<resume_fn> waiting;
-  };
-  // A queue's NAKs held while a puller of it drains (inbox.cpp, "requeue after the drain").
-  struct drain_gate {
-    std::size_t draining = 0;
-    std::chrono::steady_clock::time_point since{};
-    std::vector<std::pair<std::uint64_t, std::string>> held;  // NAK id, ack subject, in call order
   };
 
   // A blocking JetStream API request: `$JS.API.<api>` with a JSON body.
@@ -359,9 +347,6 @@ class client_impl final : public client {
   bool retry_or_keep_locked(pending_publish& p, std::chrono::steady_clock::time_point now);
   void nak_answered(std::uint64_t id);
   void send_nak(std::uint64_t id, const std::string& reply);
-  void release_gate_locked(const std::string& queue, std::vector<std::pair<std::uint64_t, std::string>>& out);
-  std::vector<resume_fn> expire_barriers_locked(std::chrono::steady_clock::time_point now,
-                                                std::vector<std::pair<std::uint64_t, std::string>>& unheld);
   void arm_sweep();
   void sweep();
   void fail_all_publishes(const std::string& why);
@@ -401,9 +386,7 @@ class client_impl final : public client {
   bool switching_ = false;  // nothing is sent until what is in flight is answered
   std::map<std::uint64_t, pending_direct> directs_;
   std::vector<std::weak_ptr<topology_watch::state>> watches_;
-  std::unordered_map<std::uint64_t, std::string> naks_;        // unanswered NAK id → queue
-  std::unordered_map<std::string, requeue_barrier> barriers_;  // by queue, while it has any
-  std::unordered_map<std::string, drain_gate> gates_;          // by queue, while a puller drains
+  requeue_order requeue_;  // its own lock, taken under mutex_ where publishes must see it
   std::unordered_map<const puller_impl*, std::shared_ptr<puller_impl>> draining_;  // kept until drained
   bool sweep_armed_ = false;
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;

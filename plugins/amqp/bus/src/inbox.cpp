@@ -40,13 +40,6 @@ std::size_t ack_fields_at(const std::vector<std::string_view>& t) {
   return 0;
 }
 
-// Longer than the server takes to answer a NAK even on a loaded machine; short enough that a
-// server that never answers delays a queue's next pull only briefly.
-constexpr std::chrono::milliseconds requeue_wait{2000};
-// Longer than a drain (its UNSUB confirmed, 5 s at the most) and the request that drops the
-// dead pull requests take: NAKs held longer than this go out anyway.
-constexpr std::chrono::milliseconds drain_wait{12000};
-
 // "duplicate message id is in process" (nats-server 2.12+); nats.c does not name it.
 constexpr int js_duplicate_in_process = 10158;
 
@@ -116,34 +109,21 @@ bus_status client_impl::sync_settlements(const std::string& queue, const std::st
   return nats_failure(step + ": waiting for the server to apply this queue's acknowledgements", s);
 }
 
-// ---- requeue before pull ------------------------------------------------------------------
-//
-// nats-server applies acknowledgements and pull requests from two separate queues, so a NAK
-// written before a pull may be applied after it, and the pull then hands out later messages
-// first: a message a client requeued comes back after them, where RabbitMQ keeps it first (bus
-// test "a pull right after a nak…": a later message in every run without this). So a NAK asks
-// for the server's answer, and its queue's pulls wait until all its NAKs are answered;
-// requeue_wait at the most, so a server that does not answer cannot stop a queue.
+// ---- requeue order (requeue_order.hpp) ----------------------------------------------------
 
 void client_impl::nak(const std::string& reply) {
   if (closed_ || reply.rfind("$JS.ACK.", 0) != 0) return;
   const std::string queue{consumer_of(reply)};
   if (queue.empty() || inbox_.empty()) return settle(reply, "-NAK");  // nothing to hold a pull for
   const std::uint64_t id = next_id_++;
-  bool gated = false;
+  bool send_now = true;
   {
-    std::lock_guard lock{mutex_};
-    naks_.emplace(id, queue);
-    auto& barrier = barriers_[queue];
-    if (barrier.unanswered++ == 0) barrier.since = std::chrono::steady_clock::now();
-    if (auto g = gates_.find(queue); g != gates_.end()) {
-      g->second.held.emplace_back(id, reply);
-      gated = true;
-    }
+    std::lock_guard lock{mutex_};  // publishes decide under it whether a NAK is unanswered
+    send_now = requeue_.nak_made(id, queue, reply, std::chrono::steady_clock::now());
     arm_sweep();
   }
   unhold(reply, /*sent=*/false);
-  if (!gated) send_nak(id, reply);
+  if (send_now) send_nak(id, reply);
 }
 
 void client_impl::send_nak(std::uint64_t id, const std::string& reply) {
@@ -155,50 +135,27 @@ void client_impl::send_nak(std::uint64_t id, const std::string& reply) {
 
 bool client_impl::hold_pulls(const std::string& queue, const boost::asio::any_io_executor& ex,
                              std::function<void()> resume) {
-  std::lock_guard lock{mutex_};
-  auto b = barriers_.find(queue);
-  if (b == barriers_.end()) return false;
-  b->second.waiting.emplace_back(ex, std::move(resume));
-  return true;
+  return requeue_.hold_pulls(queue, {ex, std::move(resume)});
 }
 
 void client_impl::nak_answered(std::uint64_t id) {
-  std::vector<resume_fn> released;
+  std::vector<requeue_order::resume_fn> released;
   {
     std::lock_guard lock{mutex_};
-    auto nak = naks_.find(id);
-    if (nak == naks_.end()) return;  // its barrier was already lifted by the sweep
-    auto barrier = barriers_.find(nak->second);
-    naks_.erase(nak);
-    if (barrier == barriers_.end() || --barrier->second.unanswered > 0) return;
-    released = std::move(barrier->second.waiting);
-    barriers_.erase(barrier);
+    released = requeue_.answered(id);
   }
   for (auto& [ex, resume] : released) boost::asio::post(ex, std::move(resume));
 }
 
-// ---- requeue after the drain ----------------------------------------------------------------
-//
-// nats-server keeps a pull request whose inbox lost interest until it next looks at its waiting
-// requests. A NAK applied while a stopping consumer's request is still alive hands the message
-// straight back to that request (it goes back again, behind the others); one applied while only
-// dead requests are listed makes the server take the first requeued message off its redelivery
-// queue, find no one to give it to, and append it again, behind the others. Either way the
-// requeued messages come back permuted. So while a puller of a queue drains, that queue's NAKs
-// are held, in call order, and sent once the drain is over and the server dropped the dead
-// requests (puller_impl::drained); the queue's pulls wait for them as for any NAK. A count taken
-// meanwhile already has them: a NAK'ed delivery is no longer held (queue_info::ready).
-
 void client_impl::drain_started(const std::shared_ptr<puller_impl>& p) {
   std::lock_guard lock{mutex_};
   draining_.emplace(p.get(), p);
-  auto& gate = gates_[p->queue()];
-  if (gate.draining++ == 0) gate.since = std::chrono::steady_clock::now();
+  requeue_.drain_started(p->queue(), std::chrono::steady_clock::now());
   arm_sweep();
 }
 
 void client_impl::drain_finished(const puller_impl& p) {
-  std::vector<std::pair<std::uint64_t, std::string>> held;
+  std::vector<requeue_order::held_nak> held;
   std::shared_ptr<puller_impl> done;  // destroyed outside the lock
   {
     std::lock_guard lock{mutex_};
@@ -206,40 +163,9 @@ void client_impl::drain_finished(const puller_impl& p) {
       done = std::move(it->second);
       draining_.erase(it);
     }
-    auto gate = gates_.find(p.queue());
-    if (gate == gates_.end() || --gate->second.draining > 0) return;
-    release_gate_locked(p.queue(), held);
+    held = requeue_.drain_finished(p.queue());
   }
   for (const auto& [id, reply] : held) send_nak(id, reply);
-}
-
-// With mutex_ held: takes a gate's NAKs out, in call order, for the caller to send.
-void client_impl::release_gate_locked(const std::string& queue, std::vector<std::pair<std::uint64_t, std::string>>& out) {
-  auto gate = gates_.find(queue);
-  if (gate == gates_.end()) return;
-  for (auto& held : gate->second.held) out.push_back(std::move(held));
-  gates_.erase(gate);
-}
-
-// With mutex_ held: lifts the barriers that waited longer than requeue_wait, and releases the
-// gates of drains that took longer than drain_wait (their NAKs into `unheld`).
-std::vector<client_impl::resume_fn> client_impl::expire_barriers_locked(
-    std::chrono::steady_clock::time_point now, std::vector<std::pair<std::uint64_t, std::string>>& unheld) {
-  std::vector<std::string> stale;
-  for (const auto& [queue, gate] : gates_)
-    if (now - gate.since >= drain_wait) stale.push_back(queue);
-  for (const auto& queue : stale) release_gate_locked(queue, unheld);
-  std::vector<resume_fn> released;
-  for (auto b = barriers_.begin(); b != barriers_.end();) {
-    if (now - b->second.since < requeue_wait) {
-      ++b;
-      continue;
-    }
-    std::erase_if(naks_, [&](const auto& nak) { return nak.second == b->first; });
-    for (auto& waiting : b->second.waiting) released.push_back(std::move(waiting));
-    b = barriers_.erase(b);
-  }
-  return released;
 }
 
 // ---- the subscription ---------------------------------------------------------------------
