@@ -326,7 +326,7 @@ void client_impl::close() {
     inbox_done_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return inbox_subs_open_ <= 0; });
   }
   fail_all_publishes("the bus client was closed before the bus confirmed");
-  if (counts_ && control_) counts_->delete_probe();
+  if (counts_) counts_->close();
   {
     std::lock_guard lock{mutex_};
     if (sweep_timer_) sweep_timer_->cancel();

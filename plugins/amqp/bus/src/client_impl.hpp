@@ -374,7 +374,7 @@ class client_impl final : public client {
   std::condition_variable inbox_done_cv_;
   int inbox_subs_open_ = 0;  // until each subscription's callback can no longer run
 
-  mutable std::mutex mutex_;  // guards everything below, to held_
+  mutable std::mutex mutex_;  // guards everything below up to held_ (requeue_ locks itself, taken under this)
   std::unordered_map<const puller_impl*, std::weak_ptr<puller_impl>> pullers_;
   std::map<std::uint64_t, pending_publish> in_flight_;  // id order = send order
   std::deque<std::pair<std::uint64_t, pending_publish>> waiting_;

@@ -35,6 +35,7 @@ publish_counts::publish_counts(natsConnection* control, std::string_view client_
 
 bus_status publish_counts::catch_up(const std::string& step) {
   std::lock_guard probing{mutex_};
+  if (control_ == nullptr) return failure(step, "the bus client is closed");
   if (!behind_.exchange(false)) return bus_ok();  // nothing confirmed since the last probe
   auto done = probe(step);
   if (!done) behind_ = true;
@@ -137,14 +138,16 @@ void publish_counts::drop_probe(const std::string& what) {
   (void)api_(what, std::string{"CONSUMER.DELETE."} + stream_name + "." + name_, nullptr);
 }
 
-void publish_counts::delete_probe() {
+void publish_counts::close() {
   std::lock_guard probing{mutex_};
-  if (!created_) return;
-  const std::string del = std::string{"$JS.API.CONSUMER.DELETE."} + stream_name + "." + name_;
-  natsMsg* raw = nullptr;
-  natsConnection_RequestString(&raw, control_, del.c_str(), "", 1000);
-  msg_ptr reply{raw};
+  if (created_ && control_ != nullptr) {
+    const std::string del = std::string{"$JS.API.CONSUMER.DELETE."} + stream_name + "." + name_;
+    natsMsg* raw = nullptr;
+    natsConnection_RequestString(&raw, control_, del.c_str(), "", 1000);
+    msg_ptr reply{raw};
+  }
   created_ = false;
+  control_ = nullptr;
 }
 
 }  // namespace amqp::bus::detail

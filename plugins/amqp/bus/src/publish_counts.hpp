@@ -37,8 +37,9 @@ class publish_counts {
   // Blocking: returns once the stream has told its consumers of every publish confirmed before
   // the call. One at a time; a call that finds nothing confirmed since returns at once.
   bus_status catch_up(const std::string& step);
-  // Blocking, at close: the probe consumer goes with its client.
-  void delete_probe();
+  // Blocking, at close, before the connection goes: the probe consumer goes with its client, and
+  // a catch_up after this fails at once.
+  void close();
 
  private:
   enum class probe_seen { counted, late, gone };
@@ -49,12 +50,12 @@ class publish_counts {
   bool took_message();
   void drop_probe(const std::string& what);
 
-  natsConnection* control_;
+  natsConnection* control_;  // nullptr once closed
   std::string name_;     // the probe consumer's
   std::string subject_;  // the probe messages'
   api_fn api_;
   int timeout_ms_;
-  std::mutex mutex_;  // one probe at a time; guards created_
+  std::mutex mutex_;  // one probe at a time; guards created_ and control_
   bool created_ = false;
   std::atomic<bool> behind_{false};
 };

@@ -629,8 +629,10 @@ TEST_CASE("run_blocking runs work off the caller and posts the result back") {
   CHECK(got->error().kind == bus_errc::not_found);
 }
 
-TEST_CASE("close fails nothing silently: later publishes and pulls are refused through their callbacks") {
+TEST_CASE("close fails nothing silently: later publishes, pulls and counts are refused through their callbacks") {
   harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("x", {"amqp.d.x"}).ok());
+  REQUIRE(h.publish_one("amqp.d.x", "", "before").ok());  // a count after it would probe
   h.bus->close();
   h.bus->close();  // idempotent
   std::optional<bus_status> r;
@@ -641,6 +643,10 @@ TEST_CASE("close fails nothing silently: later publishes and pulls are refused t
   CHECK_FALSE(g.message.has_value());
   CHECK(g.empty.status == pull_status::other);
   CHECK(g.empty.unfilled == 1);
+  CHECK(h.bus->publishes_uncounted());
+  auto counted = h.bus->count_publishes();  // the probe's connection is gone: refused, not used
+  REQUIRE_FALSE(counted.ok());
+  CHECK(counted.error().text.find("closed") != std::string::npos);
 }
 
 namespace {
