@@ -213,7 +213,7 @@ void client_impl::send_waiting_locked() {
 
 // With mutex_ held. A pub ack that never comes (bus gone, reconnecting) must still end in
 // exactly one `done`: a periodic sweep fails publishes older than publish_timeout. It also
-// lifts a requeue barrier whose NAKs went unanswered too long (inbox.cpp).
+// lifts a requeue barrier whose NAKs went unanswered too long (requeue_order.hpp).
 void client_impl::arm_sweep() {
   if (sweep_armed_ || (in_flight_.empty() && !requeue_.any_open() && directs_.empty()) || !sweep_timer_)
     return;

@@ -15,7 +15,8 @@
 // message off its redelivery queue, find no one to give it to, and append it again. Either way
 // the requeued messages come back permuted. So while a puller of a queue drains, that queue's
 // NAKs are held, in call order, and sent once the drain is over and the server dropped the dead
-// requests (puller_impl::drained); drain_wait at the most.
+// requests (puller_impl::drained); drain_wait at the most. A count taken meanwhile already has
+// them: a NAK'ed delivery is no longer held (queue_info::ready).
 //
 // This part only keeps the books: the client sends the NAKs and posts the resumes it returns.
 // Thread-safe; no callback runs under its lock.
