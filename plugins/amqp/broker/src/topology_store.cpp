@@ -192,14 +192,21 @@ std::vector<std::string> bound_exchanges(const routing::queue_def& def) {
   return exchanges;
 }
 
-// The messages published to the queue through the default exchange are on a subject no other
+// The messages published to the queue through the default exchange are on subjects no other
 // queue's filters match: dropped by subject first, they cost the consumer's delete nothing.
-std::optional<bus::bus_error> drop_own_messages(bus::client& bus, const std::string& queue) {
+// Returns those subjects.
+std::variant<std::vector<std::string>, bus::bus_error> drop_own_messages(bus::client& bus, const std::string& queue) {
   auto own = routing::binding_filters("", routing::exchange_kind::direct, queue);
   if (!own) return bus::bus_error{"queue " + queue + " has no subject of its own: " + own.error().text};
   for (const auto& subject : *own)
     if (auto purged = bus.purge_subject(subject); !purged) return purged.error();
-  return std::nullopt;
+  return *own;
+}
+
+bool only_own_subjects(std::vector<std::string> filters, std::vector<std::string> own) {
+  std::sort(filters.begin(), filters.end());
+  std::sort(own.begin(), own.end());
+  return std::includes(own.begin(), own.end(), filters.begin(), filters.end());
 }
 
 std::optional<bus::bus_error> delete_key(bus::client& bus, const std::string& key) {
@@ -213,7 +220,8 @@ std::optional<bus::bus_error> remove_queue(broker& b, bus::client& bus, const st
   auto departing = departing_queue(bus, key);
   if (auto* f = std::get_if<bus::bus_error>(&departing)) return *f;
   const auto& def = std::get<routing::queue_def>(departing);
-  if (auto f = drop_own_messages(bus, name)) return f;
+  if (auto dropped = drop_own_messages(bus, name); std::holds_alternative<bus::bus_error>(dropped))
+    return std::get<bus::bus_error>(dropped);
   if (auto gone = bus.delete_queue_consumer(routing::consumer_name(name)); !gone) return gone.error();
   if (auto f = delete_key(bus, key)) return f;
   if (def.expires) {
@@ -470,8 +478,16 @@ std::variant<std::uint64_t, bus::bus_error> purge(broker& b, bus::client& bus, c
   if (!info) return info.error();
   auto count = message_count(b, bus, queue, *info);
   if (std::holds_alternative<bus::bus_error>(count)) return count;
-  if (auto f = drop_own_messages(bus, queue)) return *f;
-  if (auto purged = bus.purge_queue(routing::consumer_name(queue), b.filters_of(queue), b.sharing_of(queue)); !purged)
+  // Nothing ready: the deliveries awaiting an ack stay the channel's, as RabbitMQ's purge leaves them.
+  if (std::get<std::uint64_t>(count) == 0) return count;
+  auto own = drop_own_messages(bus, queue);
+  if (auto* f = std::get_if<bus::bus_error>(&own)) return *f;
+  // A queue bound only to the default exchange is empty now. Its consumer stays: deleting it
+  // and creating one of the same name at once races the server's last write of the old one's
+  // state into the directory both use.
+  const auto filters = b.filters_of(queue);
+  if (only_own_subjects(filters, std::get<std::vector<std::string>>(own))) return count;
+  if (auto purged = bus.purge_queue(routing::consumer_name(queue), filters, b.sharing_of(queue)); !purged)
     return purged.error();
   return count;
 }
