@@ -26,6 +26,8 @@
 #include "held_deliveries.hpp"
 #include "nats_handle.hpp"
 #include "permission_denials.hpp"
+#include "pin_lease.hpp"
+#include "publisher.hpp"
 #include "publish_counts.hpp"
 #include "requeue_order.hpp"
 
@@ -54,6 +56,8 @@ struct arrival {
   bool filled = false;    // 409 Batch Completed: a request with bytes to spare got all its messages
 };
 arrival read_arrival(natsMsg* msg);
+// A message's header `key`; "" when it has none.
+std::string header(natsMsg* msg, const char* key);
 // A message's subject, AMQP properties (decoded from Amqp-Props) and body.
 void read_content(natsMsg* msg, delivery& d);
 
@@ -119,12 +123,6 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   void arm_watchdog();
   void on_watchdog();
   void finish_stop();
-  // single_active: the pin the server gave this puller, renewed while it is held.
-  void take_pin(const std::string& pin, bool for_one_message);
-  void arm_renewal();
-  void renew();
-  void give_pin_back();
-  void hand_over(const std::shared_ptr<client_impl>& owner);
 
   std::weak_ptr<client_impl> owner_;
   std::string queue_;
@@ -149,10 +147,7 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   boost::asio::steady_timer watchdog_;
   bool watchdog_armed_ = false;
   queue_sharing sharing_;
-  std::string pin_;  // single_active: the pin this puller holds ("" none)
-  std::chrono::steady_clock::time_point pin_renewed_{};  // its last request carrying the pin
-  boost::asio::steady_timer renewal_;
-  bool renewal_armed_ = false;
+  std::shared_ptr<pin_lease> pin_;  // single_active only
 };
 
 class client_impl final : public client {
@@ -275,18 +270,6 @@ class client_impl final : public client {
  private:
   // CONSUMER.INFO of a queue, as queue_info reports it.
   bus_result<bus::queue_info> counts_of(const std::string& queue, const std::string& step);
-  struct pending_publish {
-    std::string subject;
-    std::string props_b64;
-    std::string body;
-    boost::asio::any_io_executor ex;
-    std::function<void(bus_status)> done;
-    std::chrono::steady_clock::time_point first_sent_at{};
-    std::chrono::steady_clock::time_point sent_at{};   // the latest attempt
-    std::chrono::steady_clock::time_point retry_at{};  // set: send again then (retry_publish)
-    msg_ptr msg;                                       // kept for a retry while retries are on
-    bool at_once = false;  // sent on control_, its reply to at_once_inbox_ (publishing_at_once_)
-  };
   struct pending_direct {  // a direct publish waiting to hear whether anyone received it
     boost::asio::any_io_executor ex;
     std::function<void(bool)> done;
@@ -337,19 +320,11 @@ class client_impl final : public client {
   bus_error denied(std::string_view step, const std::string& subject) const;  // kind denied, denied_text
   std::string user_text() const;  // "user 'alice'", for messages
   void route_inbox(natsMsg* msg);
-  void answer_publish(std::uint64_t id, natsMsg* msg);
-  void complete_publish(std::uint64_t id, bus_status status);
   void complete_direct(std::uint64_t id, bool received);
-  void send_waiting_locked();
-  bus_status send_publish(std::uint64_t id, pending_publish& p);
-  bool may_send_publish_locked() const;
-  void retry_publish(std::uint64_t id, const std::string& why);
-  bool retry_or_keep_locked(pending_publish& p, std::chrono::steady_clock::time_point now);
   void nak_answered(std::uint64_t id);
   void send_nak(std::uint64_t id, const std::string& reply);
   void arm_sweep();
   void sweep();
-  void fail_all_publishes(const std::string& why);
   void settle(const std::string& reply, const char* verb);
 
   client_options options_;
@@ -363,7 +338,6 @@ class client_impl final : public client {
   kv_store_ptr kv_;
   std::unique_ptr<boost::asio::thread_pool> workers_;
 
-  static constexpr std::size_t max_inbox_size = 64;
   std::string inbox_;  // "_INBOX.<nuid>": 29 characters
   subscription_ptr inbox_sub_;
   // The replies to publishes sent on control_: a "no responders" answer comes back only on the
@@ -374,19 +348,11 @@ class client_impl final : public client {
   std::condition_variable inbox_done_cv_;
   int inbox_subs_open_ = 0;  // until each subscription's callback can no longer run
 
-  mutable std::mutex mutex_;  // guards everything below up to held_ (requeue_ locks itself, taken under this)
+  mutable std::mutex mutex_;  // guards everything below up to held_
   std::unordered_map<const puller_impl*, std::weak_ptr<puller_impl>> pullers_;
-  std::map<std::uint64_t, pending_publish> in_flight_;  // id order = send order
-  std::deque<std::pair<std::uint64_t, pending_publish>> waiting_;
-  // Which connection carries the publishes in flight (all of them: two connections are two
-  // queues on the server, which may store them out of order). A lone publish goes on the one
-  // that sends at once, so it does not wait for nats.c's flusher (a millisecond); a backlog goes
-  // on the buffered one. The connection changes only when nothing is in flight.
-  bool publishing_at_once_ = false;
-  bool switching_ = false;  // nothing is sent until what is in flight is answered
   std::map<std::uint64_t, pending_direct> directs_;
   std::vector<std::weak_ptr<topology_watch::state>> watches_;
-  requeue_order requeue_;  // its own lock, taken under mutex_ where publishes must see it
+  requeue_order requeue_;  // its own lock
   std::unordered_map<const puller_impl*, std::shared_ptr<puller_impl>> draining_;  // kept until drained
   bool sweep_armed_ = false;
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
@@ -396,6 +362,7 @@ class client_impl final : public client {
   permission_denials denials_;  // its own lock
 
   std::unique_ptr<publish_counts> counts_;  // made with the inbox (start_inbox), whose name it shares
+  std::shared_ptr<publisher> publisher_;    // made with the inboxes (start_inbox), which it replies to
 
   std::shared_ptr<completion_queue> completions_ = std::make_shared<completion_queue>();
   msg_batch_release released_;  // sent messages, pub acks and deliveries

@@ -194,18 +194,15 @@ void client_impl::on_async_error(natsConnection*, natsSubscription*, natsStatus 
 
 void client_impl::permission_denied(const std::string& subject) {
   denials_.note(subject);
-  std::vector<std::uint64_t> publishes;
+  if (publisher_) publisher_->refuse_subject(subject, denied("publish to " + subject, subject));
   std::vector<std::shared_ptr<puller_impl>> pullers;
   const std::string next_prefix = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + ".";
   const std::string queue = subject.starts_with(next_prefix) ? subject.substr(next_prefix.size()) : std::string{};
   {
     std::lock_guard lock{mutex_};
-    for (const auto& [id, p] : in_flight_)
-      if (p.subject == subject) publishes.push_back(id);
     for (auto& [key, weak] : pullers_)
       if (auto p = weak.lock(); p && !queue.empty() && p->queue() == queue) pullers.push_back(std::move(p));
   }
-  for (auto id : publishes) complete_publish(id, denied("publish to " + subject, subject));
   for (auto& p : pullers) p->post_denied(denied_text(subject));
 }
 

@@ -1,7 +1,7 @@
-// The client's reply subscription `<inbox>.>` for publish acks (`<inbox>.a.<publish id>`),
-// answered NAKs (`<inbox>.n.<nak id>`) and direct publishes' receipts (`<inbox>.r.<id>`),
-// settlement of deliveries, and the parsing of `$JS.ACK` subjects. Its callback runs on a nats thread: it looks up what was answered and posts or
-// sends what that releases, nothing else.
+// The client's reply subscription `<inbox>.>` for publish acks (`<inbox>.a.<publish id>`,
+// publisher.hpp), answered NAKs (`<inbox>.n.<nak id>`) and direct publishes' receipts
+// (`<inbox>.r.<id>`), settlement of deliveries, and the parsing of `$JS.ACK` subjects. Its
+// callback runs on a nats thread: it hands each answer to its part, nothing else.
 #include <boost/asio/post.hpp>
 #include <charconv>
 
@@ -38,20 +38,6 @@ std::size_t ack_fields_at(const std::vector<std::string_view>& t) {
   if (t.size() == 9) return 4;
   if (t.size() >= 11) return 6;
   return 0;
-}
-
-// "duplicate message id is in process" (nats-server 2.12+); nats.c does not name it.
-constexpr int js_duplicate_in_process = 10158;
-
-// A stored publish is acknowledged as `{"stream":"AMQP", "seq": N}`: recognised without a
-// JSON parse, which cost a tenth of the adaptor's CPU per published message. Anything else
-// (an error, a duplicate, an unexpected shape) takes the full parse.
-bool plain_pub_ack(natsMsg* msg) {
-  const char* data = natsMsg_GetData(msg);
-  if (data == nullptr) return false;
-  const std::string_view body(data, static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
-  return body.starts_with("{\"stream\":") && body.find("\"error\"") == std::string_view::npos &&
-         body.find("\"duplicate\"") == std::string_view::npos;
 }
 
 }  // namespace
@@ -118,7 +104,7 @@ void client_impl::nak(const std::string& reply) {
   const std::uint64_t id = next_id_++;
   bool send_now = true;
   {
-    std::lock_guard lock{mutex_};  // publishes decide under it whether a NAK is unanswered
+    std::lock_guard lock{mutex_};
     send_now = requeue_.nak_made(id, queue, reply, std::chrono::steady_clock::now());
     arm_sweep();
   }
@@ -145,6 +131,7 @@ void client_impl::nak_answered(std::uint64_t id) {
     released = requeue_.answered(id);
   }
   for (auto& [ex, resume] : released) boost::asio::post(ex, std::move(resume));
+  if (publisher_) publisher_->naks_answered();
 }
 
 void client_impl::drain_started(const std::shared_ptr<puller_impl>& p) {
@@ -178,9 +165,9 @@ bus_status client_impl::start_inbox() {
     if (natsStatus s = natsInbox_Create(&raw_inbox); s != NATS_OK) return nats_failure(step, s);
     inbox_ptr inbox{raw_inbox};
     *name = inbox.get();
-    if (name->size() > max_inbox_size)  // send_publish builds "<inbox>.a.<id>" in a fixed buffer
+    if (name->size() > publisher::max_inbox_size)
       return failure(step, "nats.c made an inbox of " + std::to_string(name->size()) + " characters, more than " +
-                               std::to_string(max_inbox_size));
+                               std::to_string(publisher::max_inbox_size));
     natsSubscription* raw = nullptr;
     natsStatus s = natsConnection_Subscribe(&raw, conn, (*name + ".>").c_str(), &client_impl::on_inbox_msg, this);
     if (s != NATS_OK) return nats_failure(step, s);
@@ -203,6 +190,12 @@ bus_status client_impl::start_inbox() {
       control_.get(), inbox_.substr(inbox_.rfind('.') + 1),
       [this](std::string_view what, const std::string& api_subject, const json& body) { return api(what, api_subject, body); },
       request_timeout_ms());
+  publisher_ = std::make_shared<publisher>(
+      publisher::settings{options_.max_publish_in_flight, options_.publish_timeout, options_.publish_attempt_timeout,
+                          retry_publishes_},
+      publisher::route{conn_.get(), inbox_}, publisher::route{control_.get(), at_once_inbox_},
+      publisher::parts{completions_, &released_, &requeue_, [this] { counts_->note_confirmed(); }},
+      workers_->get_executor());
   progress_thread_ = std::jthread{[this](std::stop_token stop) { report_progress_until(stop); }};
   return bus_ok();
 }
@@ -230,28 +223,7 @@ void client_impl::route_inbox(natsMsg* msg) {
   if (subject[1] != '.' || !to_u64(subject.substr(2), id)) return;
   if (subject[0] == 'n') return nak_answered(id);
   if (subject[0] == 'r') return complete_direct(id, !natsMsg_IsNoResponders(msg));
-  if (subject[0] == 'a') answer_publish(id, msg);
-}
-
-// nats thread: the stream's answer to publish `id`.
-void client_impl::answer_publish(std::uint64_t id, natsMsg* msg) {
-  if (natsMsg_IsNoResponders(msg)) {
-    const std::string why =
-        std::string{"no JetStream stream stores this subject: is stream "} + stream_name + " still there?";
-    if (retry_publishes_) return retry_publish(id, why);
-    return complete_publish(id, failure("publish", why));
-  }
-  if (plain_pub_ack(msg)) return complete_publish(id, bus_ok());
-  auto ack = parse_api_reply("publish", msg);
-  if (ack && ack->value("seq", std::uint64_t{0}) != 0) return complete_publish(id, bus_ok());
-  // The stream leader still replicates an earlier attempt of this publish (a new leader, or its
-  // followers behind) and cannot tell yet whether it is stored: nats-server 2.12+ says 10158,
-  // earlier ones a duplicate of sequence 0. Asked again shortly, it names the stored message or
-  // stores it.
-  if ((ack || ack.error().js_code == js_duplicate_in_process) && retry_publishes_)
-    return retry_publish(id, "the stream never stored an earlier attempt of this publish");
-  if (ack) return complete_publish(id, failure("publish", "the stream answered without a sequence"));
-  complete_publish(id, ack.error());
+  if (subject[0] == 'a' && publisher_) publisher_->answered(id, msg);
 }
 
 }  // namespace amqp::bus::detail

@@ -9,7 +9,6 @@
 #include <boost/asio/post.hpp>
 #include <algorithm>
 #include <charconv>
-#include <ctime>
 #include <limits>
 #include <utility>
 
@@ -25,19 +24,6 @@ namespace {
 constexpr std::chrono::milliseconds answer_margin{3000};
 // A drain waits at most this long for the server to confirm the UNSUB.
 constexpr int drain_timeout_ms = 5000;
-// A single_active queue's no-wait request meets the pinned puller's turn (the server leaves it
-// waiting, never answered): it ends this long after, empty-handed.
-constexpr std::chrono::milliseconds pinned_no_wait_expires{100};
-// The longest a hand-over pauses its queue (puller_impl::hand_over), should it not resume it.
-constexpr std::chrono::seconds pause_for{5};
-// A pinned puller renews its pin this often when none of its requests carried it meanwhile.
-constexpr std::chrono::milliseconds pin_renewal_interval = pin_timeout / 5;
-
-std::string header(natsMsg* msg, const char* key) {
-  const char* value = nullptr;
-  if (natsMsgHeader_Get(msg, key, &value) != NATS_OK || value == nullptr) return {};
-  return value;
-}
 
 pull_event status_event(int code, std::string description) {
   pull_status st = pull_status::other;
@@ -54,6 +40,12 @@ pull_event status_event(int code, std::string description) {
 }
 
 }  // namespace
+
+std::string header(natsMsg* msg, const char* key) {
+  const char* value = nullptr;
+  if (natsMsgHeader_Get(msg, key, &value) != NATS_OK || value == nullptr) return {};
+  return value;
+}
 
 void read_content(natsMsg* msg, delivery& d) {
   d.subject = natsMsg_GetSubject(msg);
@@ -101,7 +93,7 @@ puller_impl::puller_impl(std::weak_ptr<client_impl> owner, std::string queue, bo
       callbacks_(std::move(callbacks)),
       watchdog_(ex),
       sharing_(sharing),
-      renewal_(std::move(ex)) {}
+      pin_(sharing == queue_sharing::single_active ? std::make_shared<pin_lease>(owner_, queue_, ex) : nullptr) {}
 
 // Its subscription is drained, not dropped: what the server already sent still reaches the
 // closure, which hands it back to the queue.
@@ -173,7 +165,7 @@ void puller_impl::send(const wanted& w) {
   auto owner = owner_.lock();
   if (!current_ && owner) (void)subscribe();  // a rotation that could not subscribe: try again
   std::optional<std::string> pin;
-  if (sharing_ == queue_sharing::single_active) pin = pin_;
+  if (pin_) pin = pin_->pin();
   const bool sent = owner && current_ && owner->publish_pull(queue_, inbox_, w.batch, w.expires, pin);
   if (!sent) {
     // Reported from the executor, not from inside request(): the caller is mid-decision.
@@ -185,7 +177,7 @@ void puller_impl::send(const wanted& w) {
     });
     return;
   }
-  if (!pin_.empty()) pin_renewed_ = std::chrono::steady_clock::now();
+  if (pin_) pin_->carried();
   auto& count = counts_[generation_];
   count.asked += w.batch;
   count.answer_by = std::max(count.answer_by, std::chrono::steady_clock::now() + w.expires + answer_margin);
@@ -229,7 +221,7 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
     --count->second.asked;
     --asked_;
     note_size(a.bytes);
-    if (!a.pin.empty()) take_pin(a.pin, no_wait_open_);
+    if (!a.pin.empty() && pin_) pin_->take(a.pin, no_wait_open_);
     no_wait_open_ = false;
     if (callbacks_.on_delivery) {
       callbacks_.on_delivery(std::move(*a.message));
@@ -240,7 +232,7 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
   }
   // A heartbeat, a byte-bounded request that was filled (as a silent fill), or a drained inbox's.
   if (a.status.code == 100 || a.filled || count == counts_.end()) return;
-  if (a.status.status == pull_status::pin_lost) pin_.clear();
+  if (a.status.status == pull_status::pin_lost && pin_) pin_->lost();
   std::uint32_t unfilled = 0;
   if (a.unfilled) {
     unfilled = std::min(*a.unfilled, count->second.asked);
@@ -370,12 +362,12 @@ void puller_impl::stop() {
   for (const auto& w : wanted_) asked_ -= w.batch;
   wanted_.clear();
   watchdog_.cancel();
-  renewal_.cancel();
+  if (pin_) pin_->stop();
   const auto open = counts_.find(generation_);
-  if ((current_ && open != counts_.end() && open->second.asked > 0) || !pin_.empty()) {
+  if ((current_ && open != counts_.end() && open->second.asked > 0) || (pin_ && pin_->held())) {
     // What its requests still bring, or NAKs the queue gets meanwhile, must not meet the
     // requests the server still lists: the queue's NAKs wait for the drain (client_impl). A
-    // pinned puller's wait for the hand-over as well (hand_over).
+    // pinned puller's wait for the hand-over as well (pin_lease::hand_over).
     if (auto owner = owner_.lock()) {
       gated_ = true;
       owner->drain_started(shared_from_this());
@@ -395,98 +387,15 @@ void puller_impl::finish_stop() {
   callbacks_ = {};  // releases what the callbacks captured
   if (auto owner = owner_.lock()) {
     owner->forget_puller(this);
-    if (!pin_.empty()) {
-      hand_over(owner);
+    if (pin_ && pin_->held()) {
+      pin_->hand_over(owner, [self = shared_from_this(), owner] {
+        if (self->gated_) owner->drain_finished(*self);  // its NAKs go now
+      });
     } else if (gated_) {
       owner->drain_finished(*this);
     }
   }
   if (on_stopped) on_stopped();
-}
-
-// ---- single_active: the pin ---------------------------------------------------------------
-//
-// The server pins the first request it serves on a pinned consumer and gives the queue's
-// messages only to requests carrying that pin, until the pin is given back (UNPIN) or goes
-// unrenewed for pin_timeout. A consumer whose prefetch is all in flight asks for nothing, so its
-// pin is renewed by a request that cannot be served (ask_nothing).
-
-void puller_impl::take_pin(const std::string& pin, bool for_one_message) {
-  if (pin == pin_) return;
-  pin_ = pin;
-  pin_renewed_ = std::chrono::steady_clock::now();
-  // A one-message pull (the expiry sweeper's, a length limit's) took the queue only for its
-  // message: the consumers come first.
-  if (for_one_message) return give_pin_back();
-  arm_renewal();
-}
-
-void puller_impl::arm_renewal() {
-  if (renewal_armed_ || pin_.empty() || stopping_) return;
-  renewal_armed_ = true;
-  renewal_.expires_after(pin_renewal_interval);
-  renewal_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (!self) return;
-    self->renewal_armed_ = false;
-    if (!ec) self->renew();
-  });
-}
-
-void puller_impl::renew() {
-  auto owner = owner_.lock();
-  if (pin_.empty() || stopping_ || !owner) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (now - pin_renewed_ < pin_renewal_interval) return arm_renewal();  // a request carried it lately
-  pin_renewed_ = now;
-  owner->run_blocking(
-      ex_, [owner, queue = queue_, pin = pin_] { return owner->ask_nothing(queue, pin); },
-      [weak = weak_from_this(), pin = pin_](bool held) {
-        auto self = weak.lock();
-        if (!self) return;
-        if (!held && self->pin_ == pin) self->pin_.clear();
-        self->arm_renewal();
-      });
-}
-
-// A one-message pull's pin: given back at once.
-void puller_impl::give_pin_back() {
-  auto owner = owner_.lock();
-  if (pin_.empty() || !owner) return;
-  owner->run_blocking(
-      ex_, [owner, queue = queue_, pin = std::move(pin_)] { return owner->unpin(queue, pin); }, [](bool) {});
-  pin_.clear();
-  renewal_.cancel();
-}
-
-// The next pinned puller gets what this one's channel requeued first, in their order. A NAK the
-// server applies while the pinned puller asks for nothing meets only the others' requests, which
-// it may not serve, and goes back behind the other requeued messages; so the queue is paused
-// while this puller's NAKs (held by its gate) are applied, then unpinned and resumed. A pause
-// ends by itself (pause_for) should this process die in between.
-void puller_impl::hand_over(const std::shared_ptr<client_impl>& owner) {
-  const std::string pin = std::move(pin_);
-  pin_.clear();
-  renewal_.cancel();
-  owner->run_blocking(
-      ex_, [owner, queue = queue_] { return owner->pause(queue); },
-      [self = shared_from_this(), owner, pin](bool paused) {
-        if (self->gated_) owner->drain_finished(*self);  // its NAKs go now
-        // Held by the client until the NAKs are answered: it holds the client weakly.
-        auto finish = [weak = std::weak_ptr<client_impl>(owner), queue = self->queue_, pin, paused, ex = self->ex_] {
-          auto client = weak.lock();
-          if (!client) return;
-          client->run_blocking(
-              ex,
-              [client, queue, pin, paused] {
-                client->unpin(queue, pin);
-                if (paused) client->resume(queue);
-                return true;
-              },
-              [](bool) {});
-        };
-        if (!owner->hold_pulls(self->queue_, self->ex_, finish)) finish();
-      });
 }
 
 // ---- client_impl: pulls ---------------------------------------------------------------------
@@ -529,59 +438,6 @@ bool client_impl::publish_pull(const std::string& queue, const std::string& repl
   const std::string subject = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + queue;
   return natsConnection_PublishRequest(control_.get(), subject.c_str(), reply.c_str(), body.data(),
                                        static_cast<int>(body.size())) == NATS_OK;
-}
-
-bool client_impl::ask_nothing(const std::string& queue, const std::string& pin) {
-  if (closed_) return false;
-  // max_bytes 1: no message fits, so the server ends the request once it meets one, serving none.
-  // A renewal is answered at once (no_wait); a nudge must be listed to wake the server, which
-  // no_wait is not while other requests wait.
-  json request{{"batch", 1}, {"max_bytes", 1}, {"group", pinned_group}};
-  if (pin.empty()) {
-    request["expires"] = std::chrono::nanoseconds(pinned_no_wait_expires).count();
-  } else {
-    request["no_wait"] = true;
-    request["id"] = pin;
-  }
-  const std::string body = request.dump();
-  const std::string subject = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + queue;
-  natsMsg* raw = nullptr;
-  const natsStatus s = natsConnection_Request(&raw, control_.get(), subject.c_str(), body.data(),
-                                              static_cast<int>(body.size()), request_timeout_ms());
-  msg_ptr reply{raw};
-  if (s != NATS_OK) return true;  // no answer says nothing of the pin: the next renewal asks again
-  return header(reply.get(), "Status") != "423";
-}
-
-bool client_impl::unpin(const std::string& queue, const std::string& pin) {
-  const std::string step = "give back the pin of queue " + queue;
-  // UNPIN ends whichever pin is current: only this puller's may go.
-  auto info = api(step, std::string{"CONSUMER.INFO."} + stream_name + "." + queue, nullptr);
-  if (!info) return false;
-  const auto groups = info->value("priority_groups", json::array());
-  const bool ours = std::any_of(groups.begin(), groups.end(), [&](const json& g) {
-    return g.is_object() && g.value("pinned_client_id", std::string{}) == pin;
-  });
-  if (!ours) return false;
-  return api(step, std::string{"CONSUMER.UNPIN."} + stream_name + "." + queue, json{{"group", pinned_group}}).ok();
-}
-
-bool client_impl::pause(const std::string& queue) {
-  const auto until = std::chrono::system_clock::now() + pause_for;
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(until);
-  std::tm tm{};
-  ::gmtime_r(&seconds, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return api("pause queue " + queue, std::string{"CONSUMER.PAUSE."} + stream_name + "." + queue,
-             json{{"pause_until", text}})
-      .ok();
-}
-
-void client_impl::resume(const std::string& queue) {
-  (void)api("resume queue " + queue, std::string{"CONSUMER.PAUSE."} + stream_name + "." + queue, json::object());
-  // A resume does not wake the consumer; a request does (the next puller's is served then).
-  (void)ask_nothing(queue, "");
 }
 
 void client_impl::note_held(std::string_view queue, std::string reply) {
