@@ -124,27 +124,24 @@ void drop_consumer(basic_state& s, consumer& c, bool registered) {
   if (registered) s.ctx.state().remove_consumer(c.queue(), s.ctx, c.tag());
 }
 
-// Calls then() when `queue` exists and this connection may use it; fails the channel
-// otherwise (404 absent, 405 another connection's exclusive queue).
-template <class Then>
-void with_usable_queue(channel_context& ctx, const std::string& queue, wire::method_key during,
-                       Then then) {
+// Whether `queue` exists and this connection may use it; the channel fails otherwise (404
+// absent, 405 another connection's exclusive queue).
+task<bool> usable_queue(channel_context& ctx, const std::string& queue, wire::method_key during) {
   const bool in_mirror =
       ctx.state().read_topology([&](const routing::topology& t) { return t.find_queue(queue) != nullptr; });
-  find_entry(ctx, in_mirror, routing::queue_key(queue), during,
-             [&ctx, queue, during, then = std::move(then)](bool present) mutable {
-               if (!present) {
-                 ctx.fail(wire::reply_code::not_found,
-                          "no queue " + quoted(queue) + in_vhost(ctx) + "; declare it first", during);
-                 return;
-               }
-               std::string sentence;
-               if (!ctx.state().may_use(queue, ctx.connection_id(), sentence)) {
-                 ctx.fail(wire::reply_code::resource_locked, sentence, during);
-                 return;
-               }
-               then();
-             });
+  auto key = routing::queue_key(queue);
+  auto present = co_await entry_present(ctx, in_mirror, std::move(key), during);
+  if (!present) co_return false;
+  if (!*present) {
+    ctx.fail(wire::reply_code::not_found, "no queue " + quoted(queue) + in_vhost(ctx) + "; declare it first", during);
+    co_return false;
+  }
+  std::string sentence;
+  if (!ctx.state().may_use(queue, ctx.connection_id(), sentence)) {
+    ctx.fail(wire::reply_code::resource_locked, sentence, during);
+    co_return false;
+  }
+  co_return true;
 }
 
 }  // namespace
@@ -324,6 +321,47 @@ std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_a
   return tag;
 }
 
+namespace {
+
+task<> start_consumer(basic_state& s, wire::basic_consume m, std::string queue, std::string tag) {
+  auto& chan = s.ctx;
+  constexpr auto during = wire::basic_consume::key;
+  const bool there = co_await usable_queue(chan, queue, during);
+  if (!there) co_return;
+  if (s.uses_tag(tag)) co_return reuse_of_tag(chan, tag);  // a pipelined consume with the same tag won meanwhile
+  std::string sentence;
+  if (!chan.state().add_consumer(queue, chan.shared_from_this(), tag, m.exclusive, sentence))
+    co_return chan.fail(wire::reply_code::access_refused, sentence, during);
+  auto c = std::make_shared<consumer>(s, consumer::options{tag, queue, m.no_ack, s.prefetch_count});
+  s.consumers.emplace(tag, c);
+  if (!m.no_wait) chan.reply(wire::basic_consume_ok{tag});  // before the first delivery
+  c->start();
+}
+
+// The get carries its own copy of the turn: it is answered once the bus answers its pull.
+task<> get_one(basic_state& s, std::string queue, bool no_ack, turn method_turn) {
+  auto& chan = s.ctx;
+  constexpr auto during = wire::basic_get::key;
+  const bool there = co_await usable_queue(chan, queue, during);
+  if (!there) co_return;
+  // The bus serves only the active consumer's pulls; RabbitMQ's quorum queues refuse it too.
+  if (chan.state().sharing_of(queue) == bus::queue_sharing::single_active) {
+    co_return chan.fail(wire::reply_code::resource_locked,
+                        "cannot obtain access to locked queue " + quoted(queue) + in_vhost(chan) +
+                            ". basic.get operations are not supported by queues with single active consumer; "
+                            "consume from it with basic.consume",
+                        during);
+  }
+  chan.state().note_use(queue, broker::use::get);
+  co_await publishes_answered(chan);
+  if (chan.is_closed()) co_return;
+  auto request = std::make_shared<get_request>(s, queue, no_ack, std::move(method_turn));
+  s.get = request;
+  request->start();
+}
+
+}  // namespace
+
 // ---- basic_class --------------------------------------------------------------------------
 
 basic_class::basic_class(channel_context& ctx) : state_(std::make_unique<state>(ctx)) {}
@@ -358,21 +396,7 @@ void basic_class::on_method(wire::basic_consume m, turn method_turn) {
   if (!queue) return;
   std::string tag = m.consumer_tag.empty() ? generated_tag() : m.consumer_tag;
   if (s.uses_tag(tag)) return reuse_of_tag(ctx, tag);
-  with_usable_queue(ctx, *queue, during, [&s, m = std::move(m), queue = *queue, tag = std::move(tag), method_turn] {
-    auto& chan = s.ctx;
-    const wire::method_key consume_key = wire::basic_consume::key;
-    if (s.uses_tag(tag)) return reuse_of_tag(chan, tag);  // a pipelined consume with the same tag won meanwhile
-    std::string sentence;
-    if (!chan.state().add_consumer(queue, chan.shared_from_this(), tag, m.exclusive, sentence)) {
-      chan.fail(wire::reply_code::access_refused, sentence, consume_key);
-      return;
-    }
-    auto c = std::make_shared<consumer>(
-        s, consumer::options{tag, queue, m.no_ack, s.prefetch_count});
-    s.consumers.emplace(tag, c);
-    if (!m.no_wait) chan.reply(wire::basic_consume_ok{tag});  // before the first delivery
-    c->start();
-  });
+  ctx.spawn(during, start_consumer(s, std::move(m), std::move(*queue), std::move(tag)), std::move(method_turn));
 }
 
 void basic_class::on_method(wire::basic_cancel m, turn method_turn) {
@@ -406,23 +430,7 @@ void basic_class::on_method(wire::basic_get m, turn method_turn) {
   constexpr auto during = wire::basic_get::key;
   auto queue = s.ctx.resolve_queue(m.queue, during);
   if (!queue) return;
-  with_usable_queue(s.ctx, *queue, during, [&s, queue = *queue, no_ack = m.no_ack, method_turn] {
-    // The bus serves only the active consumer's pulls; RabbitMQ's quorum queues refuse it too.
-    if (s.ctx.state().sharing_of(queue) == bus::queue_sharing::single_active) {
-      return s.ctx.fail(wire::reply_code::resource_locked,
-                        "cannot obtain access to locked queue " + quoted(queue) +
-                            in_vhost(s.ctx) + ". basic.get operations are not supported by queues with single "
-                            "active consumer; consume from it with basic.consume",
-                        during);
-    }
-    s.ctx.state().note_use(queue, broker::use::get);
-    s.ctx.basic().after_publishes([&s, queue, no_ack, method_turn] {
-      if (s.ctx.is_closed()) return;
-      auto get = std::make_shared<get_request>(s, queue, no_ack, method_turn);
-      s.get = get;
-      get->start();
-    });
-  });
+  s.ctx.spawn(during, get_one(s, std::move(*queue), m.no_ack, method_turn), method_turn);
 }
 
 void basic_class::on_method(wire::basic_ack m) {

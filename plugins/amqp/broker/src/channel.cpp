@@ -2,6 +2,9 @@
 // handler. A method whose work is asynchronous holds the later ones until it finished, so a
 // client sees answers in the order it asked (basic.qos-ok after an earlier basic.ack took
 // effect; queue.bind after the queue.declare it depends on).
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
+
+#include <boost/asio/co_spawn.hpp>
 #include <deque>
 #include <variant>
 
@@ -19,8 +22,8 @@ struct publish_item {
 using pending_item = std::variant<wire::method, publish_item>;
 
 // std::visit target: one overload per method a client may send on an open channel. A handler
-// that answers from a continuation takes the method's turn (channel_context.hpp); the others
-// answer before they return, and the turn ends with this object.
+// that waits for the bus takes the method's turn (channel_context.hpp); the others answer before
+// they return, and the turn ends with this object.
 struct dispatcher {
   channel_context& ctx;
   turn method_turn;
@@ -189,6 +192,24 @@ void channel_context::fail_connection(wire::reply_code code, std::string_view se
 void channel_context::refuse(const wire::refusal& r, wire::method_key offending) {
   if (r.code == wire::reply_code::command_invalid) return fail_connection(r.code, r.text, offending);
   fail(r.code, r.text, offending);
+}
+
+void channel_context::spawn(wire::method_key during, task<> handler, turn method_turn) {
+  boost::asio::co_spawn(
+      executor_, std::move(handler),
+      [self = shared_from_this(), during, method_turn = std::move(method_turn)](std::exception_ptr e) {
+        if (!e) return;
+        std::string what = "unknown error";
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+          what = describe_(x);
+        } catch (...) {
+        }
+        self->refuse(bus_failure_reply(bus::bus_errc::failed, "the broker did not complete " + method_name_(during),
+                                       what, "retry on a new channel"),
+                     during);
+      });
 }
 
 void channel_context::enter(channel_phase next) {

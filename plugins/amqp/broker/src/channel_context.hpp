@@ -7,10 +7,16 @@
 // of the process: its public members are safe to call from any connection's executor.
 // Blocking bus calls never run on an io thread: run_on_bus() moves them to the bus client's
 // worker pool and brings the result back to the connection's executor.
+//
+// A handler whose answer takes bus work is written as straight-line code: a coroutine (task)
+// started by spawn(), which co_awaits on_bus() for each step.
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -31,6 +37,10 @@
 #include "bus_failure.hpp"
 
 namespace amqp::broker {
+
+// A handler's coroutine, on its channel's executor (channel_context::spawn).
+template <class T = void>
+using task = boost::asio::awaitable<T>;
 
 // ---------------------------------------------------------------------------------------------
 // turn: a method's turn on its channel. The channel's methods are answered in arrival order:
@@ -179,6 +189,19 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
   template <class Work, class Then>
   void run_on_bus(wire::method_key during, Work work, Then then);
 
+  // Starts `handler` on this channel's executor. The method's turn ends when it returns, or
+  // when its frame is destroyed because the channel closed while it waited (on_bus). An
+  // exception escaping it closes the channel as run_on_bus's do (541, naming `during`).
+  void spawn(wire::method_key during, task<> handler, turn method_turn);
+  // Inside a handler: `co_await on_bus(during, std::move(work))` is run_on_bus as one step of
+  // straight-line code. It resumes with work's result (std::monostate for void) while the channel
+  // is open; otherwise the handler is never resumed, and its frame goes.
+  // g++ 12 miscompiles two shapes, so handlers avoid them: a capturing lambda made inside a
+  // co_await's expression is destroyed twice (name the work first), and a co_await inside a
+  // condition resumes into freed state (`auto ok = co_await …; if (!ok)`).
+  template <class Work>
+  auto on_bus(wire::method_key during, Work&& work);
+
   // The queue an empty queue name means (AMQP: the channel's last declared queue). Fails the
   // channel with 404 and returns nullopt when nothing was declared on it yet.
   std::optional<std::string> resolve_queue(const std::string& name, wire::method_key during);
@@ -259,6 +282,22 @@ void channel_context::run_on_bus(wire::method_key during, Work work, Then then) 
       }
     });
   });
+}
+
+template <class Work>
+auto channel_context::on_bus(wire::method_key during, Work&& work) {
+  using work_t = std::decay_t<Work>;
+  using result_t = std::invoke_result_t<work_t&>;
+  using value_t = std::conditional_t<std::is_void_v<result_t>, std::monostate, result_t>;
+  return boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&, void(value_t)>(
+      [this, during](auto handler, work_t w) {
+        // Shared, so the continuation is copyable; dropped with it when the channel is closed.
+        auto resume = std::make_shared<decltype(handler)>(std::move(handler));
+        run_on_bus(during, std::move(w), [resume](auto&&... value) {
+          (*resume)(value_t(std::forward<decltype(value)>(value)...));
+        });
+      },
+      boost::asio::use_awaitable, std::forward<Work>(work));
 }
 
 }  // namespace amqp::broker

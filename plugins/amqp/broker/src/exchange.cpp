@@ -48,75 +48,90 @@ void declared(channel_context& ctx, bool no_wait) {
   if (!no_wait) ctx.reply(wire::exchange_declare_ok{});
 }
 
-void declare_passive(channel_context& ctx, const wire::exchange_declare& m, turn method_turn) {
+task<> declare_passive(channel_context& ctx, wire::exchange_declare m) {
   const std::string name = m.exchange;
-  if (name.empty()) return declared(ctx, m.no_wait);  // the default exchange always exists
+  if (name.empty()) co_return declared(ctx, m.no_wait);  // the default exchange always exists
   // A name reserved to the bus is looked up like any other, and not found.
   if (auto bad = routing::check_name(names(ctx), "exchange", name);
       bad && bad->code != wire::reply_code::access_refused) {
-    return ctx.refuse(*bad, declare_key);
+    co_return ctx.refuse(*bad, declare_key);
   }
   // A question about the bucket: a mirror hit may be an exchange another replica just deleted.
   const bool standard = routing::is_standard_exchange(name);
-  find_entry(ctx, standard, routing::exchange_key(name), declare_key,
-             [&ctx, name, no_wait = m.no_wait, method_turn](bool present) {
-               if (!present) {
-                 return ctx.fail(wire::reply_code::not_found,
-                                 "no exchange " + quoted(name) +
-                                     in_vhost(ctx) + "; declare it first (without passive)",
-                                 declare_key);
-               }
-               declared(ctx, no_wait);
-             });
+  auto key = routing::exchange_key(name);
+  auto present = co_await entry_present(ctx, standard, std::move(key), declare_key);
+  if (!present) co_return;
+  if (!*present) {
+    co_return ctx.fail(wire::reply_code::not_found,
+                       "no exchange " + quoted(name) + in_vhost(ctx) + "; declare it first (without passive)",
+                       declare_key);
+  }
+  declared(ctx, m.no_wait);
+}
+
+task<> declare(channel_context& ctx, wire::exchange_declare m, routing::exchange_kind kind) {
+  const std::string name = m.exchange;
+  const routing::exchange_def wanted{kind, m.durable, m.auto_delete, m.internal};
+  if (auto current = find(ctx, name)) {
+    if (equivalent(ctx, name, *current, wanted)) declared(ctx, m.no_wait);
+    co_return;
+  }
+  // Local first: this connection's next frame sees it; then the bucket decides who was first.
+  ctx.state().write_topology([&](routing::topology& t) { return t.put_exchange(name, wanted); });
+  broker* b = &ctx.state();
+  auto create = [b, bus = ctx.bus_ptr(), name, wanted] { return store::create_exchange(*b, *bus, name, wanted); };
+  auto outcome = co_await ctx.on_bus(declare_key, std::move(create));
+  if (auto* f = std::get_if<bus::bus_error>(&outcome)) {
+    ctx.state().write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
+    co_return bus_failed(ctx, *f, declare_key);
+  }
+  if (auto* current = std::get_if<routing::exchange_def>(&outcome)) {
+    if (!equivalent(ctx, name, *current, wanted)) co_return;  // another replica was first
+  } else if (store::is_transient(wanted)) {
+    ctx.state().remember_transient(routing::exchange_key(name));
+  }
+  declared(ctx, m.no_wait);
 }
 
 void deleted(channel_context& ctx, bool no_wait) {
   if (!no_wait) ctx.reply(wire::exchange_delete_ok{});
 }
 
-// Local first, then the bucket (which also drops the exchange's bindings from every queue).
-void remove_exchange(channel_context& ctx, const std::string& name, bool no_wait, turn method_turn) {
+task<> delete_exchange(channel_context& ctx, wire::exchange_delete_ m) {
+  const std::string name = m.exchange;
+  auto key = routing::exchange_key(name);
+  auto present = co_await entry_present(ctx, find(ctx, name).has_value(), key, delete_key);
+  if (!present) co_return;
+  if (!*present) co_return deleted(ctx, m.no_wait);  // RabbitMQ: deleting what is absent succeeds
+  if (m.if_unused) {
+    // "Unused" is the bucket's answer: a binding made through another replica counts.
+    auto look = [bus = ctx.bus_ptr(), name] { return store::exchange_in_use(*bus, name); };
+    auto in_use = co_await ctx.on_bus(delete_key, std::move(look));
+    if (auto* f = std::get_if<bus::bus_error>(&in_use)) co_return bus_failed(ctx, *f, delete_key);
+    if (std::get<bool>(in_use)) {
+      co_return ctx.fail(wire::reply_code::precondition_failed,
+                         "exchange " + quoted(name) + in_vhost(ctx) +
+                             " in use; unbind its queues first, or delete it without if-unused",
+                         delete_key);
+    }
+  }
+  // Local first, then the bucket (which also drops the exchange's bindings from every queue).
   ctx.state().write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
   broker* b = &ctx.state();
-  ctx.run_on_bus(
-      delete_key, [b, bus = ctx.bus_ptr(), name] { return store::remove_entry(*b, *bus, routing::exchange_key(name)); },
-      [&ctx, no_wait, method_turn](std::optional<bus::bus_error> failed) {
-        if (failed) return bus_failed(ctx, *failed, delete_key);
-        deleted(ctx, no_wait);
-      });
+  auto remove = [b, bus = ctx.bus_ptr(), key] { return store::remove_entry(*b, *bus, key); };
+  auto failed = co_await ctx.on_bus(delete_key, std::move(remove));
+  if (failed) co_return bus_failed(ctx, *failed, delete_key);
+  deleted(ctx, m.no_wait);
 }
 
 }  // namespace
 
 void on_exchange_declare(channel_context& ctx, wire::exchange_declare m, turn method_turn) {
-  if (m.passive) return declare_passive(ctx, m, std::move(method_turn));
+  if (m.passive) return ctx.spawn(declare_key, declare_passive(ctx, std::move(m)), std::move(method_turn));
   auto kind = routing::parse_exchange_kind(m.type);
   if (!kind) return ctx.refuse(kind.error(), declare_key);
   if (auto bad = routing::check_new_name(names(ctx), "exchange", m.exchange)) return ctx.refuse(*bad, declare_key);
-
-  const std::string name = m.exchange;
-  const routing::exchange_def wanted{*kind, m.durable, m.auto_delete, m.internal};
-  if (auto current = find(ctx, name)) {
-    if (equivalent(ctx, name, *current, wanted)) declared(ctx, m.no_wait);
-    return;
-  }
-  // Local first: this connection's next frame sees it; then the bucket decides who was first.
-  ctx.state().write_topology([&](routing::topology& t) { return t.put_exchange(name, wanted); });
-  broker* b = &ctx.state();
-  ctx.run_on_bus(
-      declare_key, [b, bus = ctx.bus_ptr(), name, wanted] { return store::create_exchange(*b, *bus, name, wanted); },
-      [&ctx, name, wanted, no_wait = m.no_wait, method_turn](store::create_outcome<routing::exchange_def> outcome) {
-        if (auto* f = std::get_if<bus::bus_error>(&outcome)) {
-          ctx.state().write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
-          return bus_failed(ctx, *f, declare_key);
-        }
-        if (auto* current = std::get_if<routing::exchange_def>(&outcome)) {
-          if (!equivalent(ctx, name, *current, wanted)) return;  // another replica was first
-        } else if (store::is_transient(wanted)) {
-          ctx.state().remember_transient(routing::exchange_key(name));
-        }
-        declared(ctx, no_wait);
-      });
+  ctx.spawn(declare_key, declare(ctx, std::move(m), *kind), std::move(method_turn));
 }
 
 void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m, turn method_turn) {
@@ -130,26 +145,7 @@ void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m, turn met
   }
   // The 'amq.' prefix is the server's to delete as well as to declare.
   if (auto bad = routing::check_new_name(names(ctx), "exchange", name)) return ctx.refuse(*bad, delete_key);
-
-  find_entry(ctx, find(ctx, name).has_value(), routing::exchange_key(name), delete_key,
-             [&ctx, name, m, method_turn](bool present) {
-               if (!present) return deleted(ctx, m.no_wait);  // RabbitMQ: deleting what is absent succeeds
-               if (!m.if_unused) return remove_exchange(ctx, name, m.no_wait, method_turn);
-               // "Unused" is the bucket's answer: a binding made through another replica counts.
-               ctx.run_on_bus(
-                   delete_key, [bus = ctx.bus_ptr(), name] { return store::exchange_in_use(*bus, name); },
-                   [&ctx, name, no_wait = m.no_wait, method_turn](std::variant<bool, bus::bus_error> in_use) {
-                     if (auto* f = std::get_if<bus::bus_error>(&in_use)) return bus_failed(ctx, *f, delete_key);
-                     if (std::get<bool>(in_use)) {
-                       return ctx.fail(wire::reply_code::precondition_failed,
-                                       "exchange " + quoted(name) +
-                                           in_vhost(ctx) + " in use; unbind its queues first, or delete it "
-                                           "without if-unused",
-                                       delete_key);
-                     }
-                     remove_exchange(ctx, name, no_wait, method_turn);
-                   });
-             });
+  ctx.spawn(delete_key, delete_exchange(ctx, std::move(m)), std::move(method_turn));
 }
 
 }  // namespace amqp::broker

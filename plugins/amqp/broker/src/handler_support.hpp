@@ -1,6 +1,9 @@
 #pragma once
-// Small pieces every topology handler uses: reporting a bus failure, and confirming a mirror
-// miss against the bucket.
+// Small pieces every topology handler uses: reporting a bus failure, confirming a mirror miss
+// against the bucket, and waiting for the channel's publishes.
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -21,23 +24,46 @@ inline void bus_failed(channel_context& ctx, const bus::bus_error& f, wire::meth
              during);
 }
 
-// Calls then(bool present) for a bucket key: at once when the mirror has it, otherwise after
-// reading the bucket (the declaration may come from another replica whose watch update is
-// still on its way; HIP-1326, "Where it sits", makes the bucket, not the mirror, the truth).
-template <class Then>
-void find_entry(channel_context& ctx, bool in_mirror, std::string key, wire::method_key during,
-                Then then) {
-  if (in_mirror) {
-    then(true);
-    return;
-  }
+// Whether a bucket key is there: at once when the mirror has it, otherwise the bucket's answer
+// (the declaration may come from another replica whose watch update is still on its way;
+// HIP-1326, "Where it sits", makes the bucket, not the mirror, the truth). nullopt: the bus
+// failed, and so did the channel.
+inline task<std::optional<bool>> entry_present(channel_context& ctx, bool in_mirror, std::string key,
+                                              wire::method_key during) {
+  if (in_mirror) co_return true;
   broker* b = &ctx.state();
-  ctx.run_on_bus(
-      during, [b, bus = ctx.bus_ptr(), key = std::move(key)] { return store::refresh(*b, *bus, key); },
-      [&ctx, during, then = std::move(then)](std::variant<bool, bus::bus_error> found) mutable {
-        if (auto* f = std::get_if<bus::bus_error>(&found)) return bus_failed(ctx, *f, during);
-        then(std::get<bool>(found));
-      });
+  auto refresh = [b, bus = ctx.bus_ptr(), key = std::move(key)] { return store::refresh(*b, *bus, key); };
+  auto found = co_await ctx.on_bus(during, std::move(refresh));
+  if (auto* f = std::get_if<bus::bus_error>(&found)) {
+    bus_failed(ctx, *f, during);
+    co_return std::nullopt;
+  }
+  co_return std::get<bool>(found);
+}
+
+// Inside a handler, for a callback API: `co_await until_called<Args...>(ctx, start)` calls
+// start(done) and resumes once done(args...) is called, on the channel's executor (posted: never
+// inside the co_await that started it); never, when the channel is no longer open by then.
+template <class... Args, class Start>
+auto until_called(channel_context& ctx, Start start) {
+  return boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&, void(Args...)>(
+      [&ctx](auto handler, Start begin) {
+        auto resume = std::make_shared<decltype(handler)>(std::move(handler));
+        begin([resume, weak = ctx.weak_from_this()](Args... args) {
+          auto channel = weak.lock();
+          if (!channel) return;
+          boost::asio::post(channel->executor(), [resume, weak, args...]() mutable {
+            if (auto c = weak.lock(); c && c->is_open()) (*resume)(std::move(args)...);
+          });
+        });
+      },
+      boost::asio::use_awaitable, std::move(start));
+}
+
+// Resumes once every publish this channel handed to the bus so far was answered
+// (basic_class::after_publishes).
+inline auto publishes_answered(channel_context& ctx) {
+  return until_called<>(ctx, [&ctx](std::function<void()> done) { ctx.basic().after_publishes(std::move(done)); });
 }
 
 inline std::string quoted(std::string_view name) { return "'" + std::string(name) + "'"; }

@@ -1,8 +1,8 @@
 #pragma once
 // The channel core's dispatch targets, one file per AMQP class (style: one handler per class).
-// Each handler answers its method or fails the channel. One that takes a `turn` answers from
-// the continuation of its bus work, which carries the turn (channel_context.hpp); the others
-// answer before they return.
+// Each handler answers its method or fails the channel. One that takes a `turn` hands it to the
+// coroutine it spawns for its bus work (channel_context.hpp, spawn); the others answer before
+// they return.
 #include "amqp/wire/methods.hpp"
 
 namespace amqp::broker {

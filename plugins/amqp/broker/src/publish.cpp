@@ -234,100 +234,104 @@ std::vector<std::string> queues_with(const std::vector<length_limit>& limits, bo
   return out;
 }
 
-// Runs `then` once every drop-head queue of `p` holds no more than its limit.
-void trim(basic_state& s, std::shared_ptr<limited_publish> p, std::function<void()> then) {
-  const auto queues = queues_with(p->limits, true);
-  if (queues.empty()) return then();
-  broker* b = &s.ctx.state();
-  s.ctx.run_on_bus(during, [b, bus = s.ctx.bus_ptr(), queues] { return ready_counts(*b, *bus, queues, true); },
-                   [&s, b, p, queues, then = std::move(then)](counts_or_failure counted) mutable {
-                     if (auto* f = std::get_if<bus::bus_error>(&counted)) return bus_failed(s.ctx, *f, during);
-                     const auto& ready = std::get<std::vector<std::uint64_t>>(counted);
-                     auto left = std::make_shared<std::size_t>(queues.size());
-                     auto one_done = [left, then = std::move(then)] {
-                       if (--*left == 0) then();
-                     };
-                     for (std::size_t i = 0; i < queues.size(); ++i) {
-                       const auto& limit = limit_of(*p, queues[i]);
-                       const std::uint64_t excess = ready[i] > limit.max_length ? ready[i] - limit.max_length : 0;
-                       drop_heads(*b, s.ctx.executor(), queues[i], excess, one_done);
-                     }
-                   });
+// The ready count of each queue, from the bus; nullopt when the bus failed (the channel with it).
+task<std::optional<std::vector<std::uint64_t>>> counted(basic_state& s, std::vector<std::string> queues,
+                                                        bool for_dropping) {
+  auto count = [b = &s.ctx.state(), bus = s.ctx.bus_ptr(), queues, for_dropping] {
+    return ready_counts(*b, *bus, queues, for_dropping);
+  };
+  auto counts = co_await s.ctx.on_bus(during, std::move(count));
+  if (auto* f = std::get_if<bus::bus_error>(&counts)) {
+    bus_failed(s.ctx, *f, during);
+    co_return std::nullopt;
+  }
+  co_return std::get<std::vector<std::uint64_t>>(std::move(counts));
 }
 
-void store_limited(basic_state& s, std::shared_ptr<limited_publish> p, turn method_turn) {
-  auto& chan = s.ctx;
-  const std::size_t cost = count_in_flight(s, p->property_octets, p->body);
-  chan.bus().publish(
-      p->subject, bus::base64_encode(p->property_octets), p->body, chan.executor(),
-      [&s, weak = chan.weak_from_this(), p, cost, method_turn](bus::bus_status stored) {
-        auto alive = weak.lock();
-        if (!alive) return;
-        auto done = [&s, p, cost, stored, method_turn]() mutable {
-          publish_done(s, p->seq, cost, stored, p->subject);
-          method_turn.end();
-        };
-        if (!stored || s.ctx.is_closed()) return done();
-        trim(s, p, std::move(done));
-      });
+// Hands one copy to the bus (counted in flight until publish_done) and resumes with its answer.
+task<bus::bus_status> stored(basic_state& s, std::string subject, const limited_publish& p) {
+  const std::size_t cost = count_in_flight(s, p.property_octets, p.body);
+  auto send = [&s, &p, subject](std::function<void(bus::bus_status)> done) {
+    s.ctx.bus().publish(subject, bus::base64_encode(p.property_octets), p.body, s.ctx.executor(), std::move(done));
+  };
+  auto answer = co_await until_called<bus::bus_status>(s.ctx, std::move(send));
+  publish_done(s, 0, cost, answer, subject);
+  co_return answer;
+}
+
+// Every drop-head queue of `p` trimmed to its limit; false when the bus failed (the channel with it).
+task<bool> trimmed(basic_state& s, const limited_publish& p) {
+  const auto queues = queues_with(p.limits, true);
+  if (queues.empty()) co_return true;
+  auto ready = co_await counted(s, queues, true);
+  if (!ready) co_return false;
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    const auto& limit = limit_of(p, queues[i]);
+    const std::uint64_t excess = (*ready)[i] > limit.max_length ? (*ready)[i] - limit.max_length : 0;
+    auto drop = [&s, queue = queues[i], excess](std::function<void()> done) {
+      drop_heads(s.ctx.state(), s.ctx.executor(), queue, excess, std::move(done));
+    };
+    co_await until_called<>(s.ctx, std::move(drop));
+  }
+  co_return true;
 }
 
 // reject-publish: the full queues do not take it (reject-publish-dlx dead-letters it from them),
 // every other queue the route reaches does, by its own name, and the publisher is nacked.
-void reject_limited(basic_state& s, const std::shared_ptr<limited_publish>& p, const std::vector<std::string>& full,
-                    turn method_turn) {
-  auto& chan = s.ctx;
-  auto& b = chan.state();
+task<> reject(basic_state& s, std::shared_ptr<limited_publish> p, std::vector<std::string> full) {
+  auto& b = s.ctx.state();
   for (const auto& q : full) {
     if (limit_of(*p, q).overflow != routing::overflow_mode::reject_publish_dlx) continue;
     bus::delivery never_stored;  // nothing to settle: its reply is empty
     never_stored.subject = p->subject;
     never_stored.amqp_props = p->property_octets;
     never_stored.body = p->body;
-    give_up(b, chan.executor(), q, death_reason::maxlen, std::move(never_stored));
+    give_up(b, s.ctx.executor(), q, death_reason::maxlen, std::move(never_stored));
   }
   const auto reached =
       b.read_topology([&](const routing::topology& t) { return t.queues_reached(p->method.exchange, p->method.routing_key); });
-  std::vector<std::string> others;
-  for (const auto& q : reached)
-    if (std::find(full.begin(), full.end(), q) == full.end()) others.push_back(q);
-  auto finish = [&s, p, method_turn]() mutable {
-    if (p->seq != 0) confirm_now(s, s.confirms.record(p->seq, publish_confirms::outcome::nack));
-    method_turn.end();
-  };
-  if (others.empty()) return finish();
-  // Once every other queue has its copy, the drop-head ones among them are trimmed as usual.
-  auto left = std::make_shared<std::size_t>(others.size());
-  for (const auto& q : others) {
-    const std::size_t cost = count_in_flight(s, p->property_octets, p->body);
+  bool any = false;
+  for (const auto& q : reached) {
+    if (std::find(full.begin(), full.end(), q) != full.end()) continue;
+    any = true;
     auto subject = *routing::publish_subject("", q);
-    chan.bus().publish(subject, bus::base64_encode(p->property_octets), p->body, chan.executor(),
-                       [&s, weak = chan.weak_from_this(), p, left, finish, cost, subject](bus::bus_status stored) {
-                         auto alive = weak.lock();
-                         if (!alive) return;
-                         publish_done(s, 0, cost, stored, subject);
-                         if (--*left == 0) trim(s, p, finish);
-                       });
+    co_await stored(s, std::move(subject), *p);
   }
+  // Once every other queue has its copy, the drop-head ones among them are trimmed as usual.
+  if (any) {
+    const bool trim_done = co_await trimmed(s, *p);
+    if (!trim_done) co_return;
+  }
+  if (p->seq != 0) confirm_now(s, s.confirms.record(p->seq, publish_confirms::outcome::nack));
 }
 
-void publish_limited(basic_state& s, std::shared_ptr<limited_publish> p, turn method_turn) {
-  s.ctx.basic().after_publishes([&s, p, method_turn] {
-    const auto judged = queues_with(p->limits, false);
-    if (judged.empty()) return store_limited(s, p, method_turn);
-    broker* b = &s.ctx.state();
-    s.ctx.run_on_bus(during, [b, bus = s.ctx.bus_ptr(), judged] { return ready_counts(*b, *bus, judged, false); },
-                     [&s, p, judged, method_turn](counts_or_failure counted) {
-                       if (auto* f = std::get_if<bus::bus_error>(&counted)) return bus_failed(s.ctx, *f, during);
-                       const auto& ready = std::get<std::vector<std::uint64_t>>(counted);
-                       std::vector<std::string> full;
-                       for (std::size_t i = 0; i < judged.size(); ++i) {
-                         if (ready[i] >= limit_of(*p, judged[i]).max_length) full.push_back(judged[i]);
-                       }
-                       if (full.empty()) return store_limited(s, p, method_turn);
-                       reject_limited(s, p, full, method_turn);
-                     });
-  });
+// Judged against the counts once this channel's earlier publishes are in them; it holds the
+// channel's next method (its turn) until decided, so the next ones see its effect.
+task<> publish_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
+  co_await publishes_answered(s.ctx);
+  const auto judged = queues_with(p->limits, false);
+  if (!judged.empty()) {
+    auto ready = co_await counted(s, judged, false);
+    if (!ready) co_return;
+    std::vector<std::string> full;
+    for (std::size_t i = 0; i < judged.size(); ++i)
+      if ((*ready)[i] >= limit_of(*p, judged[i]).max_length) full.push_back(judged[i]);
+    if (!full.empty()) {
+      co_await reject(s, p, std::move(full));
+      co_return;
+    }
+  }
+  // Confirmed once the drop-head queues it reached are trimmed.
+  const std::size_t cost = count_in_flight(s, p->property_octets, p->body);
+  auto send = [&s, p](std::function<void(bus::bus_status)> done) {
+    s.ctx.bus().publish(p->subject, bus::base64_encode(p->property_octets), p->body, s.ctx.executor(), std::move(done));
+  };
+  auto answer = co_await until_called<bus::bus_status>(s.ctx, std::move(send));
+  if (answer && !s.ctx.is_closed()) {
+    const bool trim_done = co_await trimmed(s, *p);
+    if (!trim_done) co_return;
+  }
+  publish_done(s, p->seq, cost, answer, p->subject);
 }
 
 }  // namespace
@@ -386,9 +390,9 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
     return;
   }
   if (auto limits = limits_reached(chan.state(), m.exchange, m.routing_key); !limits.empty()) {
-    return publish_limited(s, std::make_shared<limited_publish>(limited_publish{
-                                  m, *subject, std::move(p.property_octets), std::move(p.body), seq, std::move(limits)}),
-                           std::move(publish_turn));
+    auto limited = std::make_shared<limited_publish>(
+        limited_publish{m, *subject, std::move(p.property_octets), std::move(p.body), seq, std::move(limits)});
+    return chan.spawn(during, publish_limited(s, std::move(limited)), std::move(publish_turn));
   }
   store_on_bus(s, std::move(p), *subject, seq);
 }
@@ -408,6 +412,16 @@ std::optional<routing::exchange_def> found_exchange(channel_context& ctx, const 
   return std::nullopt;
 }
 
+// A mirror miss may be another replica's declaration still on its way (HIP-1326, "Where it
+// sits"): the bucket says. The publish carries its own copy of the turn (publish_to).
+task<> publish_after_lookup(basic_state& s, publish_request p, turn publish_turn) {
+  const std::string name = p.m.exchange;
+  auto key = routing::exchange_key(name);
+  auto present = co_await entry_present(s.ctx, false, std::move(key), during);
+  if (!present) co_return;
+  if (auto def = found_exchange(s.ctx, name, *present)) publish_to(s, std::move(p), *def, std::move(publish_turn));
+}
+
 }  // namespace
 
 void basic_class::on_publish(wire::basic_publish m, std::string property_octets, std::string body, turn method_turn) {
@@ -419,13 +433,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
   }
   publish_request p{std::move(m), std::move(property_octets), std::move(body)};
   if (auto def = exchange_in_mirror(ctx, p.m.exchange)) return publish_to(*state_, std::move(p), *def, std::move(method_turn));
-  // A mirror miss may be another replica's declaration still on its way (HIP-1326, "Where it
-  // sits").
-  const std::string name = p.m.exchange;
-  find_entry(ctx, false, routing::exchange_key(name), during,
-             [st = state_.get(), name, p = std::move(p), method_turn](bool present) mutable {
-               if (auto def = found_exchange(st->ctx, name, present)) publish_to(*st, std::move(p), *def, method_turn);
-             });
+  ctx.spawn(during, publish_after_lookup(*state_, std::move(p), method_turn), method_turn);
 }
 
 }  // namespace amqp::broker

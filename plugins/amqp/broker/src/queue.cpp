@@ -61,20 +61,20 @@ std::optional<std::string> queue_name(channel_context& ctx, const std::string& g
   return name;
 }
 
-// Calls then() once the queue is known to exist (mirror, else bucket) and this connection may
-// use it; otherwise the channel fails with 404 or 405. `ask_bucket` skips the mirror: a
-// passive declare is a question about the bucket, and a mirror hit may be a queue another
-// replica deleted a moment ago.
-template <class Then>
-void with_queue(channel_context& ctx, const std::string& name, wire::method_key during, Then then,
-                bool ask_bucket = false) {
-  if (!usable(ctx, name, during)) return;
-  find_entry(ctx, !ask_bucket && find(ctx, name).has_value(), routing::queue_key(name), during,
-             [&ctx, name, during, then = std::move(then)](bool present) mutable {
-               if (!present) return no_queue(ctx, name, during);
-               if (!usable(ctx, name, during)) return;  // the bucket may say exclusive
-               then();
-             });
+// Whether the queue exists (mirror, else bucket) and this connection may use it; otherwise the
+// channel fails with 404 or 405. `ask_bucket` skips the mirror: a passive declare is a question
+// about the bucket, and a mirror hit may be a queue another replica deleted a moment ago.
+task<bool> queue_there(channel_context& ctx, const std::string& name, wire::method_key during,
+                       bool ask_bucket = false) {
+  if (!usable(ctx, name, during)) co_return false;
+  auto key = routing::queue_key(name);
+  auto present = co_await entry_present(ctx, !ask_bucket && find(ctx, name).has_value(), std::move(key), during);
+  if (!present) co_return false;
+  if (!*present) {
+    no_queue(ctx, name, during);
+    co_return false;
+  }
+  co_return usable(ctx, name, during);  // the bucket may say exclusive
 }
 
 // Messages ready for delivery (never delivered, or requeued), re-creating the consumer when it
@@ -88,22 +88,19 @@ count_or_failure pending_or_heal(broker& b, bus::client& bus, const std::string&
   return std::uint64_t{0};
 }
 
-void answer_declare(channel_context& ctx, const std::string& name, bool no_wait, turn method_turn) {
+task<> answer_declare(channel_context& ctx, std::string name, bool no_wait) {
   static constexpr auto key = wire::queue_declare::key;
   ctx.last_queue = name;
   broker* b = &ctx.state();
   b->note_use(name, broker::use::declare);  // a passive one too, as RabbitMQ counts it
   // Counted once this channel's publishes so far are stored, as RabbitMQ counts them.
-  ctx.basic().after_publishes([&ctx, b, name, no_wait, method_turn] {
-    ctx.run_on_bus(key, [b, bus = ctx.bus_ptr(), name] { return pending_or_heal(*b, *bus, name); },
-                   [&ctx, name, no_wait, method_turn](count_or_failure pending) {
-                     if (auto* f = std::get_if<bus::bus_error>(&pending)) return bus_failed(ctx, *f, key);
-                     if (!no_wait) {
-                       ctx.reply(wire::queue_declare_ok{name, clamp32(std::get<std::uint64_t>(pending)),
-                                                        ctx.state().consumer_count(name)});
-                     }
-                   });
-  });
+  co_await publishes_answered(ctx);
+  auto count = [b, bus = ctx.bus_ptr(), name] { return pending_or_heal(*b, *bus, name); };
+  auto pending = co_await ctx.on_bus(key, std::move(count));
+  if (auto* f = std::get_if<bus::bus_error>(&pending)) co_return bus_failed(ctx, *f, key);
+  if (!no_wait) {
+    ctx.reply(wire::queue_declare_ok{name, clamp32(std::get<std::uint64_t>(pending)), ctx.state().consumer_count(name)});
+  }
 }
 
 void answer_created(channel_context& ctx, const std::string& name, bool no_wait) {
@@ -168,17 +165,16 @@ create_result create_on_bus(broker& b, bus::client& bus, const std::string& name
   return outcome;
 }
 
-void declare_new(channel_context& ctx, const std::string& name, const routing::queue_def& wanted,
-                 bool no_wait, turn method_turn) {
+task<> declare_new(channel_context& ctx, std::string name, routing::queue_def wanted, bool no_wait) {
   static constexpr auto key = wire::queue_declare::key;
   auto& b = ctx.state();
   // The mirror holds every replica's queues; the stream's consumer limit is the bus's backstop.
   const auto limit = b.config().max_queues;
   if (b.read_topology([](const routing::topology& t) { return t.queues().size(); }) >= limit) {
-    return ctx.fail(wire::reply_code::precondition_failed,
-                    "cannot declare queue " + quoted(name) + ": queue limit in vhost " + quoted(b.config().vhost) +
-                        " (" + std::to_string(limit) + ") is reached",
-                    key);
+    co_return ctx.fail(wire::reply_code::precondition_failed,
+                       "cannot declare queue " + quoted(name) + ": queue limit in vhost " + quoted(b.config().vhost) +
+                           " (" + std::to_string(limit) + ") is reached",
+                       key);
   }
   if (wanted.exclusive) b.claim_exclusive(name, ctx.connection_id());
   b.write_topology([&](routing::topology& t) {
@@ -186,32 +182,140 @@ void declare_new(channel_context& ctx, const std::string& name, const routing::q
     return true;
   });
   broker* bp = &b;
-  ctx.run_on_bus(
-      key, [bp, bus = ctx.bus_ptr(), name, wanted] { return create_on_bus(*bp, *bus, name, wanted); },
-      [&ctx, name, wanted, no_wait, method_turn](create_result outcome) {
-        auto& state = ctx.state();
-        if (auto* f = std::get_if<bus::bus_error>(&outcome)) {
-          state.forget_queue(name);
-          return bus_failed(ctx, *f, key);
-        }
-        if (auto* current = std::get_if<routing::queue_def>(&outcome)) {
-          // Another replica declared it first; the mirror now holds its definition.
-          if (wanted.exclusive) {
-            state.forget_exclusive_claim(name);
-            std::string why;
-            if (!state.may_use(name, ctx.connection_id(), why)) {
-              return ctx.fail(wire::reply_code::resource_locked, why, key);
-            }
-          }
-          if (!equivalent(ctx, name, *current, wanted)) return;
-        } else {
-          if (store::is_transient(wanted)) state.remember_transient(routing::queue_key(name));
-          // Its consumer starts at the next message, so a queue just created holds none: nothing
-          // to ask the bus.
-          return answer_created(ctx, name, no_wait);
-        }
-        answer_declare(ctx, name, no_wait, method_turn);
-      });
+  auto create = [bp, bus = ctx.bus_ptr(), name, wanted] { return create_on_bus(*bp, *bus, name, wanted); };
+  auto outcome = co_await ctx.on_bus(key, std::move(create));
+  if (auto* f = std::get_if<bus::bus_error>(&outcome)) {
+    b.forget_queue(name);
+    co_return bus_failed(ctx, *f, key);
+  }
+  auto* current = std::get_if<routing::queue_def>(&outcome);
+  if (!current) {
+    if (store::is_transient(wanted)) b.remember_transient(routing::queue_key(name));
+    // Its consumer starts at the next message, so a queue just created holds none: nothing to
+    // ask the bus.
+    co_return answer_created(ctx, name, no_wait);
+  }
+  // Another replica declared it first; the mirror now holds its definition.
+  if (wanted.exclusive) {
+    b.forget_exclusive_claim(name);
+    std::string why;
+    if (!b.may_use(name, ctx.connection_id(), why)) co_return ctx.fail(wire::reply_code::resource_locked, why, key);
+  }
+  if (!equivalent(ctx, name, *current, wanted)) co_return;
+  co_await answer_declare(ctx, name, no_wait);
+}
+
+task<> declare_passive(channel_context& ctx, std::string name, bool no_wait) {
+  const bool there = co_await queue_there(ctx, name, wire::queue_declare::key, /*ask_bucket=*/true);
+  if (!there) co_return;
+  co_await answer_declare(ctx, name, no_wait);
+}
+
+// A binding's two ends: the queue there and usable (else the channel failed), and whether the
+// exchange is (mirror, else bucket). nullopt: the channel failed.
+task<std::optional<bool>> binding_ends(channel_context& ctx, const std::string& queue, const std::string& exchange,
+                                       wire::method_key key) {
+  const bool there = co_await queue_there(ctx, queue, key);
+  if (!there) co_return std::nullopt;
+  auto exchange_key = routing::exchange_key(exchange);
+  auto present = co_await entry_present(ctx, find_exchange(ctx, exchange).has_value(), std::move(exchange_key), key);
+  co_return present;
+}
+
+task<> bind(channel_context& ctx, std::string queue, wire::queue_bind m) {
+  static constexpr auto key = wire::queue_bind::key;
+  const std::string exchange = m.exchange;
+  auto present = co_await binding_ends(ctx, queue, exchange, key);
+  if (!present) co_return;
+  auto kind = find_exchange(ctx, exchange);
+  if (!*present || !kind) {
+    co_return ctx.fail(wire::reply_code::not_found,
+                       "no exchange " + quoted(exchange) + in_vhost(ctx) + "; declare it first", key);
+  }
+  // Validates the key against the kind: what NATS cannot express is refused.
+  auto filters = routing::binding_filters(exchange, kind->kind, m.routing_key);
+  if (!filters) co_return ctx.refuse(filters.error(), key);
+  // A binding routes what is published after it, this channel's earlier publishes not. The
+  // mirror learns it from the bucket write, with its window.
+  co_await publishes_answered(ctx);
+  broker* b = &ctx.state();
+  auto add = [b, bus = ctx.bus_ptr(), queue, exchange, routing_key = m.routing_key] {
+    return store::add_binding(*b, *bus, queue, exchange, routing_key);
+  };
+  auto r = co_await ctx.on_bus(key, std::move(add));
+  if (auto* f = std::get_if<bus::bus_error>(&r)) co_return bus_failed(ctx, *f, key);
+  if (std::get<store::update_status>(r) == store::update_status::absent) co_return no_queue(ctx, queue, key);
+  if (!m.no_wait) ctx.reply(wire::queue_bind_ok{});
+}
+
+task<> unbind(channel_context& ctx, std::string queue, wire::queue_unbind m) {
+  static constexpr auto key = wire::queue_unbind::key;
+  const std::string exchange = m.exchange;
+  auto present = co_await binding_ends(ctx, queue, exchange, key);
+  if (!present) co_return;
+  if (!*present) co_return ctx.fail(wire::reply_code::not_found, "no exchange " + quoted(exchange) + in_vhost(ctx), key);
+  // Unbinding what is not bound succeeds, as in RabbitMQ. What this channel published before
+  // stays routed through the binding.
+  co_await publishes_answered(ctx);
+  broker* b = &ctx.state();
+  auto remove = [b, bus = ctx.bus_ptr(), queue, exchange, routing_key = m.routing_key] {
+    return store::remove_binding(*b, *bus, queue, exchange, routing_key);
+  };
+  auto failed = co_await ctx.on_bus(key, std::move(remove));
+  if (failed) co_return bus_failed(ctx, *failed, key);
+  ctx.reply(wire::queue_unbind_ok{});
+}
+
+task<> purge(channel_context& ctx, std::string queue, bool no_wait) {
+  static constexpr auto key = wire::queue_purge::key;
+  const bool there = co_await queue_there(ctx, queue, key);
+  if (!there) co_return;
+  // What this channel published before the purge is purged too.
+  co_await publishes_answered(ctx);
+  broker* b = &ctx.state();
+  auto empty = [b, bus = ctx.bus_ptr(), queue] { return store::purge(*b, *bus, queue); };
+  auto purged = co_await ctx.on_bus(key, std::move(empty));
+  if (auto* f = std::get_if<bus::bus_error>(&purged)) co_return bus_failed(ctx, *f, key);
+  if (!no_wait) ctx.reply(wire::queue_purge_ok{clamp32(std::get<std::uint64_t>(purged))});
+}
+
+task<> delete_queue(channel_context& ctx, std::string queue, wire::queue_delete_ m) {
+  static constexpr auto key = wire::queue_delete_::key;
+  auto answer = [&ctx, no_wait = m.no_wait](std::uint64_t count) {
+    if (!no_wait) ctx.reply(wire::queue_delete_ok{clamp32(count)});
+  };
+  const auto queue_key = routing::queue_key(queue);
+  auto present = co_await entry_present(ctx, find(ctx, queue).has_value(), queue_key, key);
+  if (!present) co_return;
+  if (!*present) co_return answer(0);  // RabbitMQ: deleting what is absent succeeds
+  if (!usable(ctx, queue, key)) co_return;
+  // Consumers of this process only (HIP-1326, "Two facts a single process cannot answer for the
+  // fleet"): a lower bound with replicas.
+  if (m.if_unused && ctx.state().consumer_count(queue) > 0) {
+    co_return ctx.fail(wire::reply_code::precondition_failed,
+                       "queue " + quoted(queue) + in_vhost(ctx) +
+                           " in use; cancel its consumers first, or delete it without if-unused",
+                       key);
+  }
+  // if-empty and the count see what this channel published before.
+  co_await publishes_answered(ctx);
+  broker* b = &ctx.state();
+  auto count_pending = [b, bus = ctx.bus_ptr(), queue] { return store::pending_messages(*b, *bus, queue); };
+  auto pending = co_await ctx.on_bus(key, std::move(count_pending));
+  if (auto* f = std::get_if<bus::bus_error>(&pending)) co_return bus_failed(ctx, *f, key);
+  const auto count = std::get<std::uint64_t>(pending);
+  if (m.if_empty && count > 0) {
+    co_return ctx.fail(wire::reply_code::precondition_failed,
+                       "queue " + quoted(queue) + in_vhost(ctx) +
+                           " is not empty; purge it first, or delete it without if-empty",
+                       key);
+  }
+  // Local first: consumers here get basic.cancel; then the bus.
+  ctx.state().forget_queue(queue);
+  auto remove = [b, bus = ctx.bus_ptr(), queue_key] { return store::remove_entry(*b, *bus, queue_key); };
+  auto failed = co_await ctx.on_bus(key, std::move(remove));
+  if (failed) co_return bus_failed(ctx, *failed, key);
+  answer(count);
 }
 
 }  // namespace
@@ -238,11 +342,7 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn method_t
   const auto bad = m.passive || server_named ? routing::check_name(names(ctx), "queue", name)
                                              : routing::check_new_name(names(ctx), "queue", name);
   if (bad) return ctx.refuse(*bad, key);
-  if (m.passive) {
-    return with_queue(
-        ctx, name, key, [&ctx, name, no_wait = m.no_wait, method_turn] { answer_declare(ctx, name, no_wait, method_turn); },
-        /*ask_bucket=*/true);
-  }
+  if (m.passive) return ctx.spawn(key, declare_passive(ctx, name, m.no_wait), std::move(method_turn));
   if (auto refused = refused_queue_argument(m.arguments))
     return ctx.fail(wire::reply_code::not_implemented, *refused, key);
   if (!usable(ctx, name, key)) return;
@@ -252,107 +352,44 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn method_t
     return ctx.fail(wire::reply_code::precondition_failed, invalid, key);
   if (auto current = find(ctx, name)) {
     if (!equivalent(ctx, name, *current, wanted)) return;
-    return answer_declare(ctx, name, m.no_wait, std::move(method_turn));
+    return ctx.spawn(key, answer_declare(ctx, name, m.no_wait), std::move(method_turn));
   }
-  declare_new(ctx, name, wanted, m.no_wait, std::move(method_turn));
+  ctx.spawn(key, declare_new(ctx, name, std::move(wanted), m.no_wait), std::move(method_turn));
 }
 
 void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn method_turn) {
   static constexpr auto key = wire::queue_bind::key;
   auto queue = queue_name(ctx, m.queue, key);
   if (!queue) return;
-  const std::string exchange = m.exchange;
-  if (exchange.empty()) {
+  if (m.exchange.empty()) {
     return ctx.fail(wire::reply_code::access_refused,
                     "operation not permitted on the default exchange; every queue is bound to it "
                     "under its own name already",
                     key);
   }
-  if (auto bad = routing::check_name(names(ctx), "exchange", exchange)) return ctx.refuse(*bad, key);
-
-  with_queue(ctx, *queue, key, [&ctx, queue = *queue, exchange, m, method_turn] {
-    find_entry(ctx, find_exchange(ctx, exchange).has_value(), routing::exchange_key(exchange), key,
-               [&ctx, queue, exchange, m, method_turn](bool present) {
-                 auto kind = find_exchange(ctx, exchange);
-                 if (!present || !kind) {
-                   return ctx.fail(wire::reply_code::not_found,
-                                   "no exchange " + quoted(exchange) + in_vhost(ctx) + "; declare it first",
-                                   key);
-                 }
-                 // Validates the key against the kind: what NATS cannot express is refused.
-                 auto filters = routing::binding_filters(exchange, kind->kind, m.routing_key);
-                 if (!filters) return ctx.refuse(filters.error(), key);
-
-                 // A binding routes what is published after it, this channel's earlier publishes
-                 // not. The mirror learns it from the bucket write, with its window.
-                 broker* b = &ctx.state();
-                 ctx.basic().after_publishes([&ctx, b, queue, exchange, m, method_turn] {
-                   ctx.run_on_bus(
-                       key, [b, bus = ctx.bus_ptr(), queue, exchange, m] { return store::add_binding(*b, *bus, queue, exchange, m.routing_key); },
-                       [&ctx, queue, no_wait = m.no_wait, method_turn](std::variant<store::update_status, bus::bus_error> r) {
-                         if (auto* f = std::get_if<bus::bus_error>(&r)) return bus_failed(ctx, *f, key);
-                         if (std::get<store::update_status>(r) == store::update_status::absent) {
-                           return no_queue(ctx, queue, key);  // deleted meanwhile
-                         }
-                         if (!no_wait) ctx.reply(wire::queue_bind_ok{});
-                       });
-                 });
-               });
-  });
+  if (auto bad = routing::check_name(names(ctx), "exchange", m.exchange)) return ctx.refuse(*bad, key);
+  ctx.spawn(key, bind(ctx, std::move(*queue), std::move(m)), std::move(method_turn));
 }
 
 void on_queue_unbind(channel_context& ctx, wire::queue_unbind m, turn method_turn) {
   static constexpr auto key = wire::queue_unbind::key;
   auto queue = queue_name(ctx, m.queue, key);
   if (!queue) return;
-  const std::string exchange = m.exchange;
-  if (exchange.empty()) {
+  if (m.exchange.empty()) {
     return ctx.fail(wire::reply_code::access_refused,
                     "operation not permitted on the default exchange; a queue's binding to it is "
                     "implicit and cannot be removed",
                     key);
   }
-  if (auto bad = routing::check_name(names(ctx), "exchange", exchange)) return ctx.refuse(*bad, key);
-
-  with_queue(ctx, *queue, key, [&ctx, queue = *queue, exchange, m, method_turn] {
-    find_entry(ctx, find_exchange(ctx, exchange).has_value(), routing::exchange_key(exchange), key,
-               [&ctx, queue, exchange, m, method_turn](bool present) {
-                 if (!present) {
-                   return ctx.fail(wire::reply_code::not_found,
-                                   "no exchange " + quoted(exchange) + in_vhost(ctx), key);
-                 }
-                 broker* b = &ctx.state();
-                 // Unbinding what is not bound succeeds, as in RabbitMQ. What this channel
-                 // published before stays routed through the binding.
-                 ctx.basic().after_publishes([&ctx, b, queue, exchange, m, method_turn] {
-                   ctx.run_on_bus(
-                       key, [b, bus = ctx.bus_ptr(), queue, exchange, m] { return store::remove_binding(*b, *bus, queue, exchange, m.routing_key); },
-                       [&ctx, method_turn](std::optional<bus::bus_error> failed) {
-                         if (failed) return bus_failed(ctx, *failed, key);
-                         ctx.reply(wire::queue_unbind_ok{});
-                       });
-                 });
-               });
-  });
+  if (auto bad = routing::check_name(names(ctx), "exchange", m.exchange)) return ctx.refuse(*bad, key);
+  ctx.spawn(key, unbind(ctx, std::move(*queue), std::move(m)), std::move(method_turn));
 }
 
 void on_queue_purge(channel_context& ctx, wire::queue_purge m, turn method_turn) {
   static constexpr auto key = wire::queue_purge::key;
   auto queue = queue_name(ctx, m.queue, key);
   if (!queue) return;
-  with_queue(ctx, *queue, key, [&ctx, queue = *queue, no_wait = m.no_wait, method_turn] {
-    broker* b = &ctx.state();
-    // What this channel published before the purge is purged too.
-    ctx.basic().after_publishes([&ctx, b, queue, no_wait, method_turn] {
-      ctx.run_on_bus(
-          key,
-          [b, bus = ctx.bus_ptr(), queue] { return store::purge(*b, *bus, queue); },
-          [&ctx, no_wait, method_turn](count_or_failure purged) {
-            if (auto* f = std::get_if<bus::bus_error>(&purged)) return bus_failed(ctx, *f, key);
-            if (!no_wait) ctx.reply(wire::queue_purge_ok{clamp32(std::get<std::uint64_t>(purged))});
-          });
-    });
-  });
+  ctx.spawn(key, purge(ctx, std::move(*queue), m.no_wait), std::move(method_turn));
 }
 
 void on_queue_delete(channel_context& ctx, wire::queue_delete_ m, turn method_turn) {
@@ -360,50 +397,7 @@ void on_queue_delete(channel_context& ctx, wire::queue_delete_ m, turn method_tu
   auto queue = queue_name(ctx, m.queue, key);
   if (!queue) return;
   if (!usable(ctx, *queue, key)) return;
-  find_entry(ctx, find(ctx, *queue).has_value(), routing::queue_key(*queue), key,
-             [&ctx, queue = *queue, m, method_turn](bool present) {
-               // Carries the turn: the queue.delete is answered when its last copy is gone.
-               auto answer = [&ctx, no_wait = m.no_wait, method_turn](std::uint64_t count) {
-                 if (!no_wait) ctx.reply(wire::queue_delete_ok{clamp32(count)});
-               };
-               if (!present) return answer(0);  // RabbitMQ: deleting what is absent succeeds
-               if (!usable(ctx, queue, key)) return;
-               // Consumers of this process only (HIP-1326, "Two facts a single process cannot
-               // answer for the fleet"): a lower bound with replicas.
-               if (m.if_unused && ctx.state().consumer_count(queue) > 0) {
-                 return ctx.fail(wire::reply_code::precondition_failed,
-                                 "queue " + quoted(queue) +
-                                     in_vhost(ctx) + " in use; cancel its consumers first, or delete it "
-                                     "without if-unused",
-                                 key);
-               }
-               broker* b = &ctx.state();
-               // if-empty and the count see what this channel published before.
-               ctx.basic().after_publishes([&ctx, b, queue, m, answer] {
-                 ctx.run_on_bus(
-                     key, [b, bus = ctx.bus_ptr(), queue] { return store::pending_messages(*b, *bus, queue); },
-                     [&ctx, queue, m, answer](count_or_failure pending) {
-                       if (auto* f = std::get_if<bus::bus_error>(&pending)) return bus_failed(ctx, *f, key);
-                       auto count = std::get<std::uint64_t>(pending);
-                       if (m.if_empty && count > 0) {
-                         return ctx.fail(wire::reply_code::precondition_failed,
-                                         "queue " + quoted(queue) +
-                                             in_vhost(ctx) + " is not empty; purge it first, or delete it "
-                                             "without if-empty",
-                                         key);
-                       }
-                       // Local first: consumers here get basic.cancel; then the bus.
-                       ctx.state().forget_queue(queue);
-                       broker* bp = &ctx.state();
-                       ctx.run_on_bus(
-                           key, [bp, bus = ctx.bus_ptr(), queue] { return store::remove_entry(*bp, *bus, routing::queue_key(queue)); },
-                           [&ctx, answer, count](std::optional<bus::bus_error> failed) {
-                             if (failed) return bus_failed(ctx, *failed, key);
-                             answer(count);
-                           });
-                     });
-               });
-             });
+  ctx.spawn(key, delete_queue(ctx, std::move(*queue), std::move(m)), std::move(method_turn));
 }
 
 }  // namespace amqp::broker
