@@ -115,9 +115,9 @@ class Escaped(ConfirmedChannel, unittest.TestCase):
         self.assertEqual([b for _, b in get_all(ch, name)], [b"via amq.direct", b"via the default exchange"])
         self.assertEqual(ch.queue_declare(name, passive=True).method.queue, name)
         ch.queue_purge(name)
-        refused(self, lambda: ch.queue_declare(name, exclusive=True), 403, "'amq.' prefix")
+        refused(self, lambda: ch.queue_declare(name, exclusive=True), 403, "reserved prefix 'amq.*'")
         ch = self.conn.channel()
-        refused(self, lambda: ch.exchange_declare("amq.custom", exchange_type="direct"), 403, "'amq.' prefix")
+        refused(self, lambda: ch.exchange_declare("amq.custom", exchange_type="direct"), 403, "reserved prefix 'amq.*'")
         ch = self.conn.channel()
         ch.queue_delete(name)
 

@@ -156,7 +156,7 @@ class OneCloud(cloudtest.OneCloudTest):
         self.assertEqual(caught.exception.reply_code, 404, "a refused declare created nothing")
         # A channel exception's text is "<NAME> - <sentence>", the prefix written once.
         self.assertEqual(caught.exception.reply_text,
-                         "NOT_FOUND - no queue 'args-q' in vhost '/'; declare it first")
+                         "NOT_FOUND - no queue 'args-q' in vhost '/'")
         ch = self.conn.channel()
         ok = ch.queue_declare(queue="args-hints-q", arguments={"x-queue-type": "quorum", "x-expires": 60000,
                                                                "x-single-active-consumer": False})

@@ -21,10 +21,9 @@ std::string generated_tag() { return "amq.ctag-" + routing::random_word(22); }
 
 void reuse_of_tag(channel_context& ctx, const std::string& tag) {
   // RabbitMQ raises this on the connection.
-  ctx.fail_connection(wire::reply_code::not_allowed,
-                      "attempt to reuse consumer tag " + quoted(tag) +
-                          " on this channel; choose another tag, or leave it empty for a server-generated one",
-                      wire::basic_consume::key);
+  ctx.fail_connection(wire::reply_code::not_allowed, "attempt to reuse consumer tag " + quoted(tag),
+                      wire::basic_consume::key,
+                      "choose another tag on this channel, or leave it empty for a server-generated one");
 }
 
 // basic.consume of amq.rabbitmq.reply-to: the channel's replies come to a bus subject of its
@@ -60,10 +59,9 @@ void consume_direct_reply(basic_state& s, const wire::basic_consume& m) {
   if (!m.no_wait) s.ctx.reply(wire::basic_consume_ok{tag});
 }
 
-std::string unknown_tag_sentence(std::uint64_t tag) {
-  return "unknown delivery tag " + std::to_string(tag) +
-         "; settle only tags delivered on this channel and not yet acknowledged, rejected or "
-         "recovered";
+void unknown_tag(basic_state& s, std::uint64_t tag, wire::method_key during) {
+  s.ctx.fail(wire::reply_code::precondition_failed, "unknown delivery tag " + std::to_string(tag), during,
+             "settle only tags delivered on this channel and not yet acknowledged, rejected or recovered");
 }
 
 enum class settlement { ack, requeue, drop };
@@ -88,10 +86,14 @@ void settle_all(basic_state& s, std::vector<outstanding_delivery> done, settleme
   }
 }
 
-// basic.ack / nack / reject. An unknown tag closes the channel.
+// basic.ack / nack / reject. An unknown tag closes the channel, and settles nothing: one never
+// delivered on this channel, or, without `multiple`, one not outstanding. A `multiple` settle of a
+// delivered tag settles what is outstanding up to it, even nothing (HIP-1326, "Acknowledgement,
+// and what bounds a consumer").
 void settle(basic_state& s, std::uint64_t tag, bool multiple, settlement how,
             wire::method_key during) {
   std::vector<outstanding_delivery> done;
+  if (tag > s.next_tag) return unknown_tag(s, tag, during);
   if (multiple) {
     auto end = tag == 0 ? s.outstanding.end() : s.outstanding.upper_bound(tag);
     for (auto it = s.outstanding.begin(); it != end;) {
@@ -100,9 +102,7 @@ void settle(basic_state& s, std::uint64_t tag, bool multiple, settlement how,
     }
   } else {
     auto it = s.outstanding.find(tag);
-    if (it == s.outstanding.end()) {
-      return s.ctx.fail(wire::reply_code::precondition_failed, unknown_tag_sentence(tag), during);
-    }
+    if (it == s.outstanding.end()) return unknown_tag(s, tag, during);
     done.push_back(std::move(it->second));
     s.outstanding.erase(it);
   }
@@ -133,12 +133,12 @@ task<bool> usable_queue(channel_context& ctx, const std::string& queue, wire::me
   auto present = co_await entry_present(ctx, in_mirror, std::move(key), during);
   if (!present) co_return false;
   if (!*present) {
-    ctx.fail(wire::reply_code::not_found, "no queue " + quoted(queue) + in_vhost(ctx) + "; declare it first", during);
+    ctx.fail(wire::reply_code::not_found, "no queue " + quoted(queue) + in_vhost(ctx), during, "declare it first");
     co_return false;
   }
   std::string sentence;
   if (!ctx.state().may_use(queue, ctx.connection_id(), sentence)) {
-    ctx.fail(wire::reply_code::resource_locked, sentence, during);
+    ctx.fail(wire::reply_code::resource_locked, sentence, during, locked_remedy);
     co_return false;
   }
   co_return true;
@@ -330,8 +330,10 @@ task<> start_consumer(basic_state& s, wire::basic_consume m, std::string queue, 
   if (!there) co_return;
   if (s.uses_tag(tag)) co_return reuse_of_tag(chan, tag);  // a pipelined consume with the same tag won meanwhile
   std::string sentence;
-  if (!chan.state().add_consumer(queue, chan.shared_from_this(), tag, m.exclusive, sentence))
-    co_return chan.fail(wire::reply_code::access_refused, sentence, during);
+  if (!chan.state().add_consumer(queue, chan.shared_from_this(), tag, m.exclusive, sentence)) {
+    co_return chan.fail(wire::reply_code::access_refused, sentence, during,
+                        "consume without the exclusive flag, or once the queue's other consumers are cancelled");
+  }
   auto c = std::make_shared<consumer>(s, consumer::options{tag, queue, m.no_ack, s.prefetch_count});
   s.consumers.emplace(tag, c);
   if (!m.no_wait) chan.reply(wire::basic_consume_ok{tag});  // before the first delivery

@@ -57,6 +57,10 @@ void broker::warn(std::string_view text) const {
   }
 }
 
+void broker::note(std::string_view text) const {
+  if (settings_.log_info) settings_.log_info(text);
+}
+
 // ---- the mirror
 
 std::vector<std::string> broker::filters_of(const std::string& queue) const {
@@ -299,10 +303,14 @@ bool broker::may_use(const std::string& queue, std::uint64_t connection_id,
   auto owner = exclusive_owner(queue);
   if (!owner && !exclusive) return true;
   if (owner && *owner == connection_id) return true;
-  sentence = "cannot obtain exclusive access to locked queue '" + queue +
-             "'" + in_vhost() + ": it is exclusive to the connection that declared it; use it from "
-             "that connection, or declare a queue of your own";
+  sentence = locked_text(queue);
   return false;
+}
+
+std::string broker::locked_text(const std::string& queue) const {
+  return "cannot obtain exclusive access to locked queue '" + queue + "'" + in_vhost() +
+         ". It could be originally declared on another connection or the exclusive property value does not match "
+         "that of the original declaration.";
 }
 
 // ---- live consumers
@@ -312,15 +320,11 @@ bool broker::add_consumer(const std::string& queue, const std::shared_ptr<channe
   std::lock_guard lock(owners_mutex_);
   auto& refs = consumers_[queue];
   if (std::any_of(refs.begin(), refs.end(), [](const consumer_ref& r) { return r.exclusive; })) {
-    refusal = "queue '" + queue +
-              "'" + in_vhost() + " in exclusive use by another consumer; consume it without the "
-              "exclusive flag once that consumer is cancelled";
+    refusal = "queue '" + queue + "'" + in_vhost() + " in exclusive use";
     return false;
   }
   if (exclusive && !refs.empty()) {
-    refusal = "cannot obtain exclusive access to queue '" + queue +
-              "'" + in_vhost() + ": it has other consumers; cancel them first or consume without "
-              "the exclusive flag";
+    refusal = "queue '" + queue + "'" + in_vhost() + " in exclusive use";  // RabbitMQ's text for both
     return false;
   }
   refs.push_back(consumer_ref{channel, channel.get(), consumer_tag, exclusive});

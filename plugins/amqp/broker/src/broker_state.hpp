@@ -83,6 +83,8 @@ class broker : public std::enable_shared_from_this<broker> {
   // it. An exclusive queue with no owner in this process belongs to another replica's
   // connection (or to one that is gone): refused too. On false, `sentence` gets the 405 text.
   bool may_use(const std::string& queue, std::uint64_t connection_id, std::string& sentence) const;
+  // RabbitMQ's 405 text for an exclusive queue this connection may not use, or may not declare so.
+  std::string locked_text(const std::string& queue) const;
 
   // ---- live consumers of this process, per queue (declare-ok's consumer count, if-unused,
   //      auto-delete, and the server-initiated basic.cancel when a queue is deleted)
@@ -149,6 +151,8 @@ class broker : public std::enable_shared_from_this<broker> {
   const std::string& node() const { return node_; }
   // Reports what no client can be told (settings.log_warning, or standard error).
   void warn(std::string_view text) const;
+  // Reports what an operator may want to know (settings.log_info; nowhere without it).
+  void note(std::string_view text) const;
 
  private:
   struct consumer_ref {

@@ -175,23 +175,33 @@ void channel_context::send(std::string frames) {
   if (is_open()) port_.send(std::move(frames));
 }
 
-void channel_context::fail(wire::reply_code code, std::string_view sentence,
-                           wire::method_key offending) {
+void channel_context::fail(wire::reply_code code, std::string_view sentence, wire::method_key offending,
+                           std::string_view remedy) {
   if (!is_open()) return;
+  log_remedy(code, sentence, offending, remedy);
   enter(channel_phase::failed);  // nothing more goes out on this channel but the session's channel.close
   port_.close_channel(id_, code, std::string(sentence), offending);
 }
 
 void channel_context::fail_connection(wire::reply_code code, std::string_view sentence,
-                                      wire::method_key offending) {
+                                      wire::method_key offending, std::string_view remedy) {
   if (!is_open()) return;
+  log_remedy(code, sentence, offending, remedy);
   enter(channel_phase::failed);
   port_.close_connection(code, std::string(sentence), offending);
 }
 
+void channel_context::log_remedy(wire::reply_code code, std::string_view sentence, wire::method_key offending,
+                                 std::string_view remedy) const {
+  if (remedy.empty()) return;
+  broker_->note("connection " + std::to_string(connection_id_) + ", channel " + std::to_string(id_) + ": " +
+                method_name_(offending) + " refused with " + wire::reply_text(code, sentence) + "; " +
+                std::string(remedy));
+}
+
 void channel_context::refuse(const wire::refusal& r, wire::method_key offending) {
-  if (r.code == wire::reply_code::command_invalid) return fail_connection(r.code, r.text, offending);
-  fail(r.code, r.text, offending);
+  if (r.code == wire::reply_code::command_invalid) return fail_connection(r.code, r.text, offending, r.remedy);
+  fail(r.code, r.text, offending, r.remedy);
 }
 
 void channel_context::spawn(wire::method_key during, task<> handler, turn method_turn) {
@@ -225,8 +235,8 @@ std::optional<std::string> channel_context::resolve_queue(const std::string& nam
                                                           wire::method_key during) {
   if (!name.empty()) return name;
   if (!last_queue.empty()) return last_queue;
-  fail(wire::reply_code::not_found,
-       "no previously declared queue on this channel; name the queue, or declare one first", during);
+  fail(wire::reply_code::not_found, "no previously declared queue", during,
+       "name the queue, or declare one on this channel first");
   return std::nullopt;
 }
 

@@ -173,10 +173,13 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
 
   // Channel exception: channel.close with `code` and the sentence (the session adds "<NAME> - "),
   // naming `offending`. Later methods of this channel are dropped; the session then calls
-  // channel::closed().
-  void fail(wire::reply_code code, std::string_view sentence, wire::method_key offending);
-  // Connection exception (503, 541 …): connection.close, then the socket goes.
-  void fail_connection(wire::reply_code code, std::string_view sentence, wire::method_key offending);
+  // channel::closed(). Where the sentence is RabbitMQ's own fixed text, `remedy` says what to do
+  // instead, in the log (RabbitMQ logs every channel exception too).
+  void fail(wire::reply_code code, std::string_view sentence, wire::method_key offending,
+            std::string_view remedy = {});
+  // Connection exception (503, 541 …): connection.close, then the socket goes. `remedy` as fail's.
+  void fail_connection(wire::reply_code code, std::string_view sentence, wire::method_key offending,
+                       std::string_view remedy = {});
   // A refusal as AMQP says it: 503 COMMAND_INVALID (an empty or unknown exchange type) is a
   // connection exception, as RabbitMQ raises it; everything else closes the channel only.
   void refuse(const wire::refusal& r, wire::method_key offending);
@@ -228,6 +231,9 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
     std::string text = e.what();
     return text.empty() ? std::string("unknown error") : text;
   }
+
+  void log_remedy(wire::reply_code code, std::string_view sentence, wire::method_key offending,
+                  std::string_view remedy) const;
 
   std::shared_ptr<broker> broker_;
   connection_port& port_;

@@ -25,8 +25,8 @@ std::optional<routing::exchange_def> find(channel_context& ctx, const std::strin
 bool equivalent(channel_context& ctx, const std::string& name, const routing::exchange_def& current,
                 const routing::exchange_def& wanted) {
   auto mismatch = [&](std::string_view arg, std::string_view received, std::string_view now) {
-    ctx.fail(wire::reply_code::precondition_failed,
-             inequivalent(ctx, arg, "exchange", name, received, now), declare_key);
+    ctx.fail(wire::reply_code::precondition_failed, inequivalent(ctx, arg, "exchange", name, received, now),
+             declare_key, inequivalent_remedy);
     return false;
   };
   if (current.kind != wanted.kind) {
@@ -62,9 +62,8 @@ task<> declare_passive(channel_context& ctx, wire::exchange_declare m) {
   auto present = co_await entry_present(ctx, standard, std::move(key), declare_key);
   if (!present) co_return;
   if (!*present) {
-    co_return ctx.fail(wire::reply_code::not_found,
-                       "no exchange " + quoted(name) + in_vhost(ctx) + "; declare it first (without passive)",
-                       declare_key);
+    co_return ctx.fail(wire::reply_code::not_found, "no exchange " + quoted(name) + in_vhost(ctx), declare_key,
+                       "declare it first (without passive)");
   }
   declared(ctx, m.no_wait);
 }
@@ -109,10 +108,8 @@ task<> delete_exchange(channel_context& ctx, wire::exchange_delete_ m) {
     auto in_use = co_await ctx.on_bus(delete_key, std::move(look));
     if (auto* f = std::get_if<bus::bus_error>(&in_use)) co_return bus_failed(ctx, *f, delete_key);
     if (std::get<bool>(in_use)) {
-      co_return ctx.fail(wire::reply_code::precondition_failed,
-                         "exchange " + quoted(name) + in_vhost(ctx) +
-                             " in use; unbind its queues first, or delete it without if-unused",
-                         delete_key);
+      co_return ctx.fail(wire::reply_code::precondition_failed, "exchange " + quoted(name) + in_vhost(ctx) + " in use",
+                         delete_key, "unbind its queues first, or delete it without if-unused");
     }
   }
   // Local first, then the bucket (which also drops the exchange's bindings from every queue).

@@ -68,14 +68,18 @@ inline auto publishes_answered(channel_context& ctx) {
 
 inline std::string quoted(std::string_view name) { return "'" + std::string(name) + "'"; }
 
-// RabbitMQ's "inequivalent arg" sentence, with the remedy.
+// RabbitMQ's "inequivalent arg" text; its remedy, inequivalent_remedy, goes to the log.
 inline std::string inequivalent(channel_context& ctx, std::string_view arg, std::string_view what,
                                 std::string_view name, std::string_view received, std::string_view current) {
-  return "inequivalent arg '" + std::string(arg) + "' for " + std::string(what) + " " +
-         quoted(name) + in_vhost(ctx) + ": received '" + std::string(received) +
-         "' but current is '" + std::string(current) +
-         "'; declare it with the arguments it has, or delete it and declare it anew";
+  return "inequivalent arg '" + std::string(arg) + "' for " + std::string(what) + " " + quoted(name) +
+         in_vhost(ctx) + ": received '" + std::string(received) + "' but current is '" + std::string(current) + "'";
 }
+inline constexpr std::string_view inequivalent_remedy =
+    "declare it with the arguments it has, or delete it and declare it anew";
+// The remedy for RabbitMQ's "cannot obtain exclusive access to locked queue" (broker::may_use).
+inline constexpr std::string_view locked_remedy =
+    "use an exclusive queue from the connection that declared it, declared with the same exclusive flag, or "
+    "declare a queue of your own";
 
 inline const char* bool_text(bool b) { return b ? "true" : "false"; }
 

@@ -363,9 +363,8 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
   const auto& m = p.m;
   if (def.internal) {
     return chan.fail(wire::reply_code::access_refused,
-                     "cannot publish to internal exchange " + quoted(m.exchange) + in_vhost(chan) +
-                         "; publish to the exchange bound to it instead",
-                     during);
+                     "cannot publish to internal exchange " + quoted(m.exchange) + in_vhost(chan), during,
+                     "publish to the exchange bound to it instead");
   }
   if (!valid_expiration(chan, p.property_octets) || !valid_user_id(chan, p.property_octets)) return;
   if (!rewrite_direct_reply_to(s, p.property_octets)) return;
@@ -406,9 +405,8 @@ std::optional<routing::exchange_def> found_exchange(channel_context& ctx, const 
     ctx.refuse(*bad, during);
     return std::nullopt;
   }
-  ctx.fail(wire::reply_code::not_found,
-           "no exchange " + quoted(name) + in_vhost(ctx) + "; declare it first, or publish to the default exchange ''",
-           during);
+  ctx.fail(wire::reply_code::not_found, "no exchange " + quoted(name) + in_vhost(ctx), during,
+           "declare it first, or publish to the default exchange ''");
   return std::nullopt;
 }
 

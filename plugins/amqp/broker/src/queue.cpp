@@ -39,13 +39,13 @@ std::optional<routing::exchange_def> find_exchange(channel_context& ctx, const s
 
 void no_queue(channel_context& ctx, const std::string& name, wire::method_key during) {
   ctx.fail(wire::reply_code::not_found,
-           "no queue " + quoted(name) + in_vhost(ctx) + "; declare it first", during);
+           "no queue " + quoted(name) + in_vhost(ctx), during, "declare it first");
 }
 
 bool usable(channel_context& ctx, const std::string& name, wire::method_key during) {
   std::string why;
   if (ctx.state().may_use(name, ctx.connection_id(), why)) return true;
-  ctx.fail(wire::reply_code::resource_locked, why, during);
+  ctx.fail(wire::reply_code::resource_locked, why, during, locked_remedy);
   return false;
 }
 
@@ -121,11 +121,15 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
   static constexpr auto key = wire::queue_declare::key;
   auto mismatch = [&](std::string_view arg, bool received, bool now) {
     ctx.fail(wire::reply_code::precondition_failed,
-             inequivalent(ctx, arg, "queue", name, bool_text(received), bool_text(now)), key);
+             inequivalent(ctx, arg, "queue", name, bool_text(received), bool_text(now)), key, inequivalent_remedy);
     return false;
   };
+  // RabbitMQ compares the exclusive flag first, as a lock: 405.
+  if (current.exclusive != wanted.exclusive) {
+    ctx.fail(wire::reply_code::resource_locked, ctx.state().locked_text(name), key, locked_remedy);
+    return false;
+  }
   if (current.durable != wanted.durable) return mismatch("durable", wanted.durable, current.durable);
-  if (current.exclusive != wanted.exclusive) return mismatch("exclusive", wanted.exclusive, current.exclusive);
   if (current.auto_delete != wanted.auto_delete) {
     return mismatch("auto_delete", wanted.auto_delete, current.auto_delete);
   }
@@ -134,7 +138,8 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
   }
   auto differs = [&](std::string_view arg, const auto& received, const auto& now) {
     if (received == now) return false;
-    ctx.fail(wire::reply_code::precondition_failed, inequivalent(ctx, arg, "queue", name, text(received), text(now)), key);
+    ctx.fail(wire::reply_code::precondition_failed, inequivalent(ctx, arg, "queue", name, text(received), text(now)), key,
+             inequivalent_remedy);
     return true;
   };
   const auto dlx = [](const routing::queue_def& d) { return d.dead_letter ? std::optional(d.dead_letter->exchange) : std::nullopt; };
@@ -199,7 +204,8 @@ task<> declare_new(channel_context& ctx, std::string name, routing::queue_def wa
   if (wanted.exclusive) {
     b.forget_exclusive_claim(name);
     std::string why;
-    if (!b.may_use(name, ctx.connection_id(), why)) co_return ctx.fail(wire::reply_code::resource_locked, why, key);
+    if (!b.may_use(name, ctx.connection_id(), why))
+      co_return ctx.fail(wire::reply_code::resource_locked, why, key, locked_remedy);
   }
   if (!equivalent(ctx, name, *current, wanted)) co_return;
   co_await answer_declare(ctx, name, no_wait);
@@ -229,8 +235,8 @@ task<> bind(channel_context& ctx, std::string queue, wire::queue_bind m) {
   if (!present) co_return;
   auto kind = find_exchange(ctx, exchange);
   if (!*present || !kind) {
-    co_return ctx.fail(wire::reply_code::not_found,
-                       "no exchange " + quoted(exchange) + in_vhost(ctx) + "; declare it first", key);
+    co_return ctx.fail(wire::reply_code::not_found, "no exchange " + quoted(exchange) + in_vhost(ctx), key,
+                       "declare it first");
   }
   // Validates the key against the kind: what NATS cannot express is refused.
   auto filters = routing::binding_filters(exchange, kind->kind, m.routing_key);
@@ -292,10 +298,8 @@ task<> delete_queue(channel_context& ctx, std::string queue, wire::queue_delete_
   // Consumers of this process only (HIP-1326, "Two facts a single process cannot answer for the
   // fleet"): a lower bound with replicas.
   if (m.if_unused && ctx.state().consumer_count(queue) > 0) {
-    co_return ctx.fail(wire::reply_code::precondition_failed,
-                       "queue " + quoted(queue) + in_vhost(ctx) +
-                           " in use; cancel its consumers first, or delete it without if-unused",
-                       key);
+    co_return ctx.fail(wire::reply_code::precondition_failed, "queue " + quoted(queue) + in_vhost(ctx) + " in use",
+                       key, "cancel its consumers first, or delete it without if-unused");
   }
   // if-empty and the count see what this channel published before.
   co_await publishes_answered(ctx);
@@ -305,10 +309,8 @@ task<> delete_queue(channel_context& ctx, std::string queue, wire::queue_delete_
   if (auto* f = std::get_if<bus::bus_error>(&pending)) co_return bus_failed(ctx, *f, key);
   const auto count = std::get<std::uint64_t>(pending);
   if (m.if_empty && count > 0) {
-    co_return ctx.fail(wire::reply_code::precondition_failed,
-                       "queue " + quoted(queue) + in_vhost(ctx) +
-                           " is not empty; purge it first, or delete it without if-empty",
-                       key);
+    co_return ctx.fail(wire::reply_code::precondition_failed, "queue " + quoted(queue) + in_vhost(ctx) + " not empty",
+                       key, "purge it first, or delete it without if-empty");
   }
   // Local first: consumers here get basic.cancel; then the bus.
   ctx.state().forget_queue(queue);
@@ -362,10 +364,8 @@ void on_queue_bind(channel_context& ctx, wire::queue_bind m, turn method_turn) {
   auto queue = queue_name(ctx, m.queue, key);
   if (!queue) return;
   if (m.exchange.empty()) {
-    return ctx.fail(wire::reply_code::access_refused,
-                    "operation not permitted on the default exchange; every queue is bound to it "
-                    "under its own name already",
-                    key);
+    return ctx.fail(wire::reply_code::access_refused, "operation not permitted on the default exchange", key,
+                    "every queue is bound to it under its own name already");
   }
   if (auto bad = routing::check_name(names(ctx), "exchange", m.exchange)) return ctx.refuse(*bad, key);
   ctx.spawn(key, bind(ctx, std::move(*queue), std::move(m)), std::move(method_turn));
@@ -376,10 +376,8 @@ void on_queue_unbind(channel_context& ctx, wire::queue_unbind m, turn method_tur
   auto queue = queue_name(ctx, m.queue, key);
   if (!queue) return;
   if (m.exchange.empty()) {
-    return ctx.fail(wire::reply_code::access_refused,
-                    "operation not permitted on the default exchange; a queue's binding to it is "
-                    "implicit and cannot be removed",
-                    key);
+    return ctx.fail(wire::reply_code::access_refused, "operation not permitted on the default exchange", key,
+                    "a queue's binding to it is implicit and cannot be removed");
   }
   if (auto bad = routing::check_name(names(ctx), "exchange", m.exchange)) return ctx.refuse(*bad, key);
   ctx.spawn(key, unbind(ctx, std::move(*queue), std::move(m)), std::move(method_turn));

@@ -50,7 +50,9 @@ bool is_headers_exchange(std::string_view name) {
 
 std::string quoted(std::string_view name) { return "'" + std::string(name) + "'"; }
 
-wire::refusal refuse(reply_code code, std::string text) { return wire::refusal{code, std::move(text)}; }
+wire::refusal refuse(reply_code code, std::string text, std::string remedy = {}) {
+  return wire::refusal{code, std::move(text), std::move(remedy)};
+}
 
 void append_hex(std::string& out, unsigned char octet) {
   out += hex_digits[octet >> 4];
@@ -176,8 +178,8 @@ bool is_standard_exchange(std::string_view exchange) {
 std::optional<wire::refusal> check_name(name_rules rules, std::string_view what, std::string_view name) {
   const bool exchange = what == "exchange";
   if (exchange && name.empty()) {
-    return refuse(reply_code::access_refused,
-                  "operation not permitted on the default exchange; declare a named exchange");
+    return refuse(reply_code::access_refused, "operation not permitted on the default exchange",
+                  "declare a named exchange");
   }
   if (exchange && is_standard_exchange(name)) return std::nullopt;
   if (exchange && is_headers_exchange(name)) {
@@ -196,8 +198,8 @@ std::optional<wire::refusal> check_new_name(name_rules rules, std::string_view w
   const bool servers = what == "exchange" && (is_standard_exchange(name) || is_headers_exchange(name));
   if (name.starts_with("amq.") && !servers) {
     return refuse(reply_code::access_refused,
-                  std::string(what) + " name " + quoted(name) +
-                      " is reserved: the 'amq.' prefix belongs to the server; choose another name");
+                  std::string(what) + " name " + quoted(name) + " contains reserved prefix 'amq.*'",
+                  "the 'amq.' prefix belongs to the server; choose another name");
   }
   return check_name(rules, what, name);
 }

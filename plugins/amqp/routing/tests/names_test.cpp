@@ -122,8 +122,8 @@ TEST_CASE("declaring: the amq. prefix is the server's in both modes") {
   for (auto rules : {name_rules::hip, name_rules::escaped}) {
     check_cases(rules,
                 {
-                    {"queue", "amq.gen-x", reply_code::access_refused, "'amq.' prefix"},
-                    {"exchange", "amq.custom", reply_code::access_refused, "'amq.' prefix"},
+                    {"queue", "amq.gen-x", reply_code::access_refused, "reserved prefix 'amq.*'"},
+                    {"exchange", "amq.custom", reply_code::access_refused, "reserved prefix 'amq.*'"},
                     {"exchange", "amq.direct", std::nullopt},  // it exists: declaring it is a question
                     {"exchange", "amq.headers", reply_code::not_implemented, "headers exchange"},
                     {"queue", "orders", std::nullopt},

@@ -162,6 +162,7 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     settings.version = CLOUD_VERSION;
     settings.node_name = node_name(host);
     settings.log_warning = [&host](std::string_view m) { host.log(log_level::warning, m); };
+    settings.log_info = [&host](std::string_view m) { host.log(log_level::info, m); };
     return settings;
   }
 

@@ -44,6 +44,9 @@ struct settings {
   // Where the broker reports what it cannot answer to a client (a failed background deletion,
   // a malformed bucket entry). Empty: standard error.
   std::function<void(std::string_view)> log_warning;
+  // Where it reports a refusal it answered with RabbitMQ's own text, with the remedy that text
+  // leaves out. Empty: nowhere.
+  std::function<void(std::string_view)> log_info;
 };
 
 // One vhost's broker state: the adaptor's own bus client in the vhost's account, the topology

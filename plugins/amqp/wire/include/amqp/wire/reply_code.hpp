@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace amqp::wire {
 
@@ -48,8 +49,13 @@ std::string reply_text(reply_code code, std::string_view sentence);
 // without the "PRECONDITION_FAILED - " prefix (reply_text adds it, once, when the reply is sent).
 // The codec's (a connection exception), the routing rules' and the broker's.
 struct refusal {
+  refusal() = default;
+  refusal(reply_code c, std::string t, std::string r = {}) : code(c), text(std::move(t)), remedy(std::move(r)) {}
   reply_code code = reply_code::syntax_error;
   std::string text;
+  // Where RabbitMQ answers the same refusal with a fixed text of its own, which clients and their
+  // tests match literally, `text` is exactly that text and the remedy goes here, for the log.
+  std::string remedy;
   friend bool operator==(const refusal&, const refusal&) = default;
 };
 

@@ -1,0 +1,281 @@
+"""RabbitMQ's own answers, side by side with a real RabbitMQ 3.10 (the Debian package): where RabbitMQ
+refuses a method with a text of its own, clients and their test suites match that text literally
+(`PRECONDITION_FAILED - unknown delivery tag 82`), so the adaptor sends exactly the same reply code
+and text; the remedy it would add goes to its log. Each scenario runs, through pika, once on the
+adaptor and once on a private RabbitMQ, and reduces what it observed (the channel or connection
+exception, and what the queues hold afterwards) to a plain summary with the run's unique word
+written W; the two summaries must be equal.
+"""
+import time
+import unittest
+import uuid
+
+import pika
+import pika.exceptions
+
+import cloudtest
+import rabbitmq
+
+CLOUD = None
+RABBITMQ = None
+
+
+def setUpModule():
+    global CLOUD, RABBITMQ
+    CLOUD = unittest.enterModuleContext(cloudtest.Cloud())
+    RABBITMQ = unittest.enterModuleContext(rabbitmq.RabbitMQ())
+
+
+class Session:
+    """A connection to one broker and a word making this run's names unique."""
+
+    def __init__(self, port):
+        self.port = port
+        self.conn = pika.BlockingConnection(pika.ConnectionParameters(
+            host="127.0.0.1", port=port, heartbeat=0, blocked_connection_timeout=30))
+        self.ch = self.conn.channel()
+        self.ch.confirm_delivery()
+        self.word = uuid.uuid4().hex[:8]
+
+    def name(self, role):
+        return f"{role}-{self.word}"
+
+    def other(self):
+        """A second connection to the same broker, closed with this session."""
+        conn = pika.BlockingConnection(pika.ConnectionParameters(host="127.0.0.1", port=self.port, heartbeat=0))
+        self.others.append(conn)
+        return conn
+
+    others = None
+
+    def publish(self, queue, *bodies):
+        for body in bodies:
+            self.ch.basic_publish("", queue, body)
+
+    def get_unacked(self, channel, queue, n):
+        """n messages of `queue` taken with basic.get and left unacked; their delivery tags."""
+        tags = []
+        deadline = time.monotonic() + 15
+        while len(tags) < n and time.monotonic() < deadline:
+            method, _, _ = channel.basic_get(queue, auto_ack=False)
+            if method is None:
+                time.sleep(0.05)
+                continue
+            tags.append(method.delivery_tag)
+        return tags
+
+    def ready(self, queue):
+        """How many messages `queue` holds, asked on a fresh channel."""
+        channel = self.conn.channel()
+        count = channel.queue_declare(queue, passive=True).method.message_count
+        channel.close()
+        return count
+
+    def close(self):
+        for conn in self.others or []:
+            if conn.is_open:
+                conn.close()
+        if self.conn.is_open:
+            self.conn.close()
+
+
+def refusal(action):
+    """What the broker answered `action` with: the channel (or connection) exception's code and text."""
+    try:
+        action()
+    except pika.exceptions.ChannelClosedByBroker as e:
+        return {"channel": e.reply_code, "text": e.reply_text}
+    except pika.exceptions.ConnectionClosedByBroker as e:
+        return {"connection": e.reply_code, "text": e.reply_text}
+    return "accepted"
+
+
+def run(scenario, port):
+    session = Session(port)
+    session.others = []
+    try:
+        out = scenario(session)
+        return replaced(out, session.word)
+    finally:
+        session.close()
+
+
+def replaced(value, word):
+    if isinstance(value, dict):
+        return {k: replaced(v, word) for k, v in value.items()}
+    if isinstance(value, list):
+        return [replaced(v, word) for v in value]
+    if isinstance(value, str):
+        return value.replace(word, "W")
+    return value
+
+
+# ---- acknowledgements ----------------------------------------------------------------------------
+
+def ack_of_an_unknown_tag(s):
+    q = s.name("q")
+    s.ch.queue_declare(q)
+    s.publish(q, b"m1", b"m2")
+    channel = s.conn.channel()
+    s.get_unacked(channel, q, 2)
+    answer = refusal(lambda: (channel.basic_ack(82), channel.basic_qos(prefetch_count=1)))
+    return {"answer": answer, "ready afterwards": s.ready(q)}
+
+
+def ack_multiple_of_a_tag_never_delivered(s):
+    q = s.name("q")
+    s.ch.queue_declare(q)
+    s.publish(q, b"m1", b"m2")
+    channel = s.conn.channel()
+    s.get_unacked(channel, q, 2)
+    answer = refusal(lambda: (channel.basic_ack(5, multiple=True), channel.basic_qos(prefetch_count=1)))
+    # Nothing was acked: the channel's close requeued both.
+    return {"answer": answer, "ready afterwards": s.ready(q)}
+
+
+def nack_multiple_of_a_tag_never_delivered(s):
+    q = s.name("q")
+    s.ch.queue_declare(q)
+    s.publish(q, b"m1", b"m2")
+    channel = s.conn.channel()
+    s.get_unacked(channel, q, 2)
+    answer = refusal(lambda: (channel.basic_nack(9, multiple=True, requeue=False), channel.basic_qos(prefetch_count=1)))
+    return {"answer": answer, "ready afterwards": s.ready(q)}
+
+
+# ---- declarations ----------------------------------------------------------------------------------
+
+def exclusive_queue_declared_again_shared(s):
+    q = s.name("q")
+    s.ch.queue_declare(q, exclusive=True)
+    return refusal(lambda: s.conn.channel().queue_declare(q, exclusive=False))
+
+
+def shared_queue_declared_again_exclusive(s):
+    q = s.name("q")
+    s.ch.queue_declare(q)
+    return refusal(lambda: s.conn.channel().queue_declare(q, exclusive=True))
+
+
+def queue_declared_again_durable(s):
+    q = s.name("q")
+    s.ch.queue_declare(q, durable=False)
+    return refusal(lambda: s.conn.channel().queue_declare(q, durable=True))
+
+
+def exchange_declared_again_of_another_type(s):
+    x = s.name("x")
+    s.ch.exchange_declare(x, exchange_type="direct")
+    return refusal(lambda: s.conn.channel().exchange_declare(x, exchange_type="fanout"))
+
+
+def passive_declare_of_an_absent_queue(s):
+    return refusal(lambda: s.ch.queue_declare(s.name("absent"), passive=True))
+
+
+def passive_declare_of_an_absent_exchange(s):
+    return refusal(lambda: s.ch.exchange_declare(s.name("absent"), passive=True))
+
+
+def bind_to_an_absent_exchange(s):
+    q = s.name("q")
+    s.ch.queue_declare(q)
+    return refusal(lambda: s.ch.queue_bind(q, s.name("absent"), "k"))
+
+
+def bind_to_the_default_exchange(s):
+    q = s.name("q")
+    s.ch.queue_declare(q)
+    return refusal(lambda: s.ch.queue_bind(q, "", "k"))
+
+
+def queue_with_the_reserved_prefix(s):
+    return refusal(lambda: s.ch.queue_declare("amq." + s.name("q")))
+
+
+def purge_with_no_queue_declared_on_the_channel(s):
+    return refusal(lambda: s.conn.channel().queue_purge(""))
+
+
+# ---- deletions -------------------------------------------------------------------------------------
+
+def delete_if_unused_of_a_consumed_queue(s):
+    q = s.name("q")
+    s.ch.queue_declare(q)
+    s.ch.basic_consume(q, lambda *a: None, auto_ack=True)
+    return refusal(lambda: s.conn.channel().queue_delete(q, if_unused=True))
+
+
+def delete_if_empty_of_a_queue_holding_messages(s):
+    q = s.name("q")
+    s.ch.queue_declare(q)
+    s.publish(q, b"m1")
+    return refusal(lambda: s.conn.channel().queue_delete(q, if_empty=True))
+
+
+def exchange_delete_if_unused_of_a_bound_exchange(s):
+    x, q = s.name("x"), s.name("q")
+    s.ch.exchange_declare(x, exchange_type="direct")
+    s.ch.queue_declare(q)
+    s.ch.queue_bind(q, x, "k")
+    return refusal(lambda: s.conn.channel().exchange_delete(x, if_unused=True))
+
+
+# ---- consumers and publishes -------------------------------------------------------------------------
+
+def consume_beside_an_exclusive_consumer(s):
+    q = s.name("q")
+    s.ch.queue_declare(q)
+    s.ch.basic_consume(q, lambda *a: None, auto_ack=True, exclusive=True)
+    return refusal(lambda: s.conn.channel().basic_consume(q, lambda *a: None, auto_ack=True))
+
+
+def get_from_another_connections_exclusive_queue(s):
+    q = s.name("q")
+    s.ch.queue_declare(q, exclusive=True)
+    return refusal(lambda: s.other().channel().basic_get(q))
+
+
+def publish_to_an_absent_exchange(s):
+    channel = s.conn.channel()
+    return refusal(lambda: (channel.basic_publish(s.name("absent"), "k", b"m"), channel.basic_qos(prefetch_count=1)))
+
+
+def publish_to_an_internal_exchange(s):
+    x = s.name("x")
+    s.ch.exchange_declare(x, exchange_type="direct", internal=True)
+    channel = s.conn.channel()
+    return refusal(lambda: (channel.basic_publish(x, "k", b"m"), channel.basic_qos(prefetch_count=1)))
+
+
+SCENARIOS = [
+    ack_of_an_unknown_tag, ack_multiple_of_a_tag_never_delivered, nack_multiple_of_a_tag_never_delivered,
+    exclusive_queue_declared_again_shared, shared_queue_declared_again_exclusive, queue_declared_again_durable,
+    exchange_declared_again_of_another_type, passive_declare_of_an_absent_queue,
+    passive_declare_of_an_absent_exchange, bind_to_an_absent_exchange, bind_to_the_default_exchange,
+    queue_with_the_reserved_prefix, purge_with_no_queue_declared_on_the_channel,
+    delete_if_unused_of_a_consumed_queue, delete_if_empty_of_a_queue_holding_messages,
+    exchange_delete_if_unused_of_a_bound_exchange, consume_beside_an_exclusive_consumer,
+    get_from_another_connections_exclusive_queue, publish_to_an_absent_exchange, publish_to_an_internal_exchange,
+]
+
+
+class SameAnswersAsRabbitMQ(unittest.TestCase):
+    pass
+
+
+def _case(scenario):
+    def test(self):
+        theirs = run(scenario, RABBITMQ.amqp_port)
+        ours = run(scenario, CLOUD.amqp_port)
+        self.assertEqual(ours, theirs)
+    test.__doc__ = scenario.__name__.replace("_", " ")
+    return test
+
+
+for _scenario in SCENARIOS:
+    setattr(SameAnswersAsRabbitMQ, "test_" + _scenario.__name__, _case(_scenario))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
