@@ -8,13 +8,13 @@ written W; the two summaries must be equal.
 """
 import time
 import unittest
-import uuid
 
 import pika
 import pika.exceptions
 
 import cloudtest
 import rabbitmq
+import side_by_side
 
 CLOUD = None
 RABBITMQ = None
@@ -26,27 +26,18 @@ def setUpModule():
     RABBITMQ = unittest.enterModuleContext(rabbitmq.RabbitMQ())
 
 
-class Session:
-    """A connection to one broker and a word making this run's names unique."""
+class Session(side_by_side.Session):
+    """A session on one broker, with further connections of its own."""
 
     def __init__(self, port):
-        self.port = port
-        self.conn = pika.BlockingConnection(pika.ConnectionParameters(
-            host="127.0.0.1", port=port, heartbeat=0, blocked_connection_timeout=30))
-        self.ch = self.conn.channel()
-        self.ch.confirm_delivery()
-        self.word = uuid.uuid4().hex[:8]
-
-    def name(self, role):
-        return f"{role}-{self.word}"
+        super().__init__(port)
+        self.others = []
 
     def other(self):
         """A second connection to the same broker, closed with this session."""
         conn = pika.BlockingConnection(pika.ConnectionParameters(host="127.0.0.1", port=self.port, heartbeat=0))
         self.others.append(conn)
         return conn
-
-    others = None
 
     def publish(self, queue, *bodies):
         for body in bodies:
@@ -72,11 +63,10 @@ class Session:
         return count
 
     def close(self):
-        for conn in self.others or []:
+        for conn in self.others:
             if conn.is_open:
                 conn.close()
-        if self.conn.is_open:
-            self.conn.close()
+        super().close()
 
 
 def refusal(action):
@@ -92,7 +82,6 @@ def refusal(action):
 
 def run(scenario, port):
     session = Session(port)
-    session.others = []
     try:
         out = scenario(session)
         return replaced(out, session.word)
@@ -112,55 +101,30 @@ def replaced(value, word):
 
 # ---- acknowledgements ----------------------------------------------------------------------------
 
-def ack_of_an_unknown_tag(s):
-    q = s.name("q")
-    s.ch.queue_declare(q)
-    s.publish(q, b"m1", b"m2")
-    channel = s.conn.channel()
-    s.get_unacked(channel, q, 2)
-    answer = refusal(lambda: (channel.basic_ack(82), channel.basic_qos(prefetch_count=1)))
-    return {"answer": answer, "ready afterwards": s.ready(q)}
+def settled_by(settle):
+    """Two messages taken unacked on a channel of their own, then settle(channel) there: the answer,
+    and how many messages the queue holds once that channel is gone."""
+    def scenario(s):
+        q = s.name("q")
+        s.ch.queue_declare(q)
+        s.publish(q, b"m1", b"m2")
+        channel = s.conn.channel()
+        s.get_unacked(channel, q, 2)
+        answer = refusal(lambda: (settle(channel), channel.basic_qos(prefetch_count=1)))
+        return {"answer": answer, "ready afterwards": s.ready(q)}
+    return scenario
 
-
-def ack_multiple_of_a_tag_never_delivered(s):
-    q = s.name("q")
-    s.ch.queue_declare(q)
-    s.publish(q, b"m1", b"m2")
-    channel = s.conn.channel()
-    s.get_unacked(channel, q, 2)
-    answer = refusal(lambda: (channel.basic_ack(5, multiple=True), channel.basic_qos(prefetch_count=1)))
-    # Nothing was acked: the channel's close requeued both.
-    return {"answer": answer, "ready afterwards": s.ready(q)}
-
-
-def nack_multiple_of_a_tag_never_delivered(s):
-    q = s.name("q")
-    s.ch.queue_declare(q)
-    s.publish(q, b"m1", b"m2")
-    channel = s.conn.channel()
-    s.get_unacked(channel, q, 2)
-    answer = refusal(lambda: (channel.basic_nack(9, multiple=True, requeue=False), channel.basic_qos(prefetch_count=1)))
-    return {"answer": answer, "ready afterwards": s.ready(q)}
 
 
 # ---- declarations ----------------------------------------------------------------------------------
 
-def exclusive_queue_declared_again_shared(s):
-    q = s.name("q")
-    s.ch.queue_declare(q, exclusive=True)
-    return refusal(lambda: s.conn.channel().queue_declare(q, exclusive=False))
-
-
-def shared_queue_declared_again_exclusive(s):
-    q = s.name("q")
-    s.ch.queue_declare(q)
-    return refusal(lambda: s.conn.channel().queue_declare(q, exclusive=True))
-
-
-def queue_declared_again_durable(s):
-    q = s.name("q")
-    s.ch.queue_declare(q, durable=False)
-    return refusal(lambda: s.conn.channel().queue_declare(q, durable=True))
+def queue_declared_again(first, again):
+    """A queue declared with the flags `first`, then on another channel with `again`: the answer."""
+    def scenario(s):
+        q = s.name("q")
+        s.ch.queue_declare(q, **first)
+        return refusal(lambda: s.conn.channel().queue_declare(q, **again))
+    return scenario
 
 
 def exchange_declared_again_of_another_type(s):
@@ -248,33 +212,48 @@ def publish_to_an_internal_exchange(s):
     return refusal(lambda: (channel.basic_publish(x, "k", b"m"), channel.basic_qos(prefetch_count=1)))
 
 
-SCENARIOS = [
-    ack_of_an_unknown_tag, ack_multiple_of_a_tag_never_delivered, nack_multiple_of_a_tag_never_delivered,
-    exclusive_queue_declared_again_shared, shared_queue_declared_again_exclusive, queue_declared_again_durable,
-    exchange_declared_again_of_another_type, passive_declare_of_an_absent_queue,
-    passive_declare_of_an_absent_exchange, bind_to_an_absent_exchange, bind_to_the_default_exchange,
-    queue_with_the_reserved_prefix, purge_with_no_queue_declared_on_the_channel,
-    delete_if_unused_of_a_consumed_queue, delete_if_empty_of_a_queue_holding_messages,
-    exchange_delete_if_unused_of_a_bound_exchange, consume_beside_an_exclusive_consumer,
-    get_from_another_connections_exclusive_queue, publish_to_an_absent_exchange, publish_to_an_internal_exchange,
-]
+SCENARIOS = {
+    "ack of an unknown tag": settled_by(lambda channel: channel.basic_ack(82)),
+    # Nothing is settled: the channel's close requeues both.
+    "ack multiple of a tag never delivered": settled_by(lambda channel: channel.basic_ack(5, multiple=True)),
+    "nack multiple of a tag never delivered": settled_by(
+        lambda channel: channel.basic_nack(9, multiple=True, requeue=False)),
+    "exclusive queue declared again shared": queue_declared_again({"exclusive": True}, {"exclusive": False}),
+    "shared queue declared again exclusive": queue_declared_again({}, {"exclusive": True}),
+    "queue declared again durable": queue_declared_again({"durable": False}, {"durable": True}),
+    "exchange declared again of another type": exchange_declared_again_of_another_type,
+    "passive declare of an absent queue": passive_declare_of_an_absent_queue,
+    "passive declare of an absent exchange": passive_declare_of_an_absent_exchange,
+    "bind to an absent exchange": bind_to_an_absent_exchange,
+    "bind to the default exchange": bind_to_the_default_exchange,
+    "queue with the reserved prefix": queue_with_the_reserved_prefix,
+    "purge with no queue declared on the channel": purge_with_no_queue_declared_on_the_channel,
+    "delete if-unused of a consumed queue": delete_if_unused_of_a_consumed_queue,
+    "delete if-empty of a queue holding messages": delete_if_empty_of_a_queue_holding_messages,
+    "exchange delete if-unused of a bound exchange": exchange_delete_if_unused_of_a_bound_exchange,
+    "consume beside an exclusive consumer": consume_beside_an_exclusive_consumer,
+    "get from another connection's exclusive queue": get_from_another_connections_exclusive_queue,
+    "publish to an absent exchange": publish_to_an_absent_exchange,
+    "publish to an internal exchange": publish_to_an_internal_exchange,
+}
 
 
 class SameAnswersAsRabbitMQ(unittest.TestCase):
     pass
 
 
-def _case(scenario):
+def _case(name, scenario):
     def test(self):
         theirs = run(scenario, RABBITMQ.amqp_port)
         ours = run(scenario, CLOUD.amqp_port)
         self.assertEqual(ours, theirs)
-    test.__doc__ = scenario.__name__.replace("_", " ")
+    test.__doc__ = name
     return test
 
 
-for _scenario in SCENARIOS:
-    setattr(SameAnswersAsRabbitMQ, "test_" + _scenario.__name__, _case(_scenario))
+for _name, _scenario in SCENARIOS.items():
+    setattr(SameAnswersAsRabbitMQ, "test_" + "_".join(_name.replace("'", "").replace("-", "_").split()),
+            _case(_name, _scenario))
 
 
 if __name__ == "__main__":

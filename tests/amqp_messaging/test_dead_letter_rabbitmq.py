@@ -9,7 +9,6 @@ none), checked against the newest `x-death` entry and then left out of the compa
 import datetime
 import time
 import unittest
-import uuid
 
 import pika
 import pika.exceptions
@@ -17,6 +16,7 @@ import pika.exceptions
 import cloudtest
 import dying_consumer
 import rabbitmq
+import side_by_side
 
 CLOUD = None
 RABBITMQ = None
@@ -29,19 +29,8 @@ def setUpModule():
     RABBITMQ = unittest.enterModuleContext(rabbitmq.RabbitMQ())
 
 
-class Session:
+class Session(side_by_side.Session):
     """A connection to one broker, a confirming channel and a word making this run's names unique."""
-
-    def __init__(self, port):
-        self.port = port
-        self.conn = pika.BlockingConnection(pika.ConnectionParameters(
-            host="127.0.0.1", port=port, heartbeat=0, blocked_connection_timeout=30))
-        self.ch = self.conn.channel()
-        self.ch.confirm_delivery()
-        self.word = uuid.uuid4().hex[:8]
-
-    def name(self, role):
-        return f"{role}-{self.word}"
 
     def collect(self, queue, auto_ack=True):
         """A consumer of `queue`; returns the list its deliveries (method, properties, body) go to."""
@@ -73,10 +62,6 @@ class Session:
 
     def publish(self, queue, body, **props):
         self.ch.basic_publish("", queue, body, pika.BasicProperties(**props))
-
-    def close(self):
-        if self.conn.is_open:
-            self.conn.close()
 
 
 def plain(value, word):
