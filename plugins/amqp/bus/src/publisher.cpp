@@ -116,8 +116,8 @@ bus_status publisher::send_locked(std::uint64_t id, pending& p) {
   // The reply subject names this client and publish uniquely: the stream's id for a retry.
   if (s == NATS_OK && settings_.retry)
     s = natsMsgHeader_Set(msg.get(), "Nats-Msg-Id", reply + via.inbox.rfind('.') + 1);
-  if (s == NATS_OK) s = natsConnection_PublishMsg(via.conn, msg.get());
-  p.sent_at = clock::now();
+  if (s == NATS_OK) s = parts_.send(via.conn, msg.get());
+  p.sent_at = parts_.now();
   if (p.first_sent_at == clock::time_point{}) p.first_sent_at = p.sent_at;
   if (settings_.retry && s == NATS_OK)
     p.msg = std::move(msg);
@@ -195,7 +195,7 @@ void publisher::retry_later(std::uint64_t id, const std::string& why) {
     std::lock_guard lock{mutex_};
     auto it = in_flight_.find(id);
     if (it == in_flight_.end()) return;
-    const auto now = clock::now();
+    const auto now = parts_.now();
     if (now + retry_pause - it->second.first_sent_at < settings_.timeout) {
       it->second.retry_at = now + retry_pause;
       arm_sweep_locked();
@@ -233,7 +233,7 @@ void publisher::sweep() {
   {
     std::lock_guard lock{mutex_};
     sweep_armed_ = false;
-    const auto now = clock::now();
+    const auto now = parts_.now();
     for (auto it = in_flight_.begin(); it != in_flight_.end();) {
       if (retry_or_keep_locked(it->second, now)) {
         ++it;
@@ -263,7 +263,7 @@ bool publisher::retry_or_keep_locked(pending& p, clock::time_point now) {
   p.sent_at = now;
   // On its first attempt's connection: the one its reply inbox is subscribed on. A failed send
   // is the next attempt's to make.
-  if (p.msg) natsConnection_PublishMsg(p.at_once ? at_once_.conn : buffered_.conn, p.msg.get());
+  if (p.msg) parts_.send(p.at_once ? at_once_.conn : buffered_.conn, p.msg.get());
   return true;
 }
 

@@ -59,6 +59,10 @@ class publisher : public std::enable_shared_from_this<publisher> {
     msg_batch_release* released = nullptr;  // outlives this
     const requeue_order* naks = nullptr;    // outlives this: unanswered NAKs hold publishes back
     std::function<void()> confirmed;        // a publish was stored (publish_counts)
+    // What puts a message on a connection's wire, and what time it is: nats.c's and the steady
+    // clock's, unless a test injects its own.
+    std::function<natsStatus(natsConnection*, natsMsg*)> send = natsConnection_PublishMsg;
+    std::function<clock::time_point()> now = [] { return clock::now(); };
   };
 
   // `timers` runs the timeout sweep; `buffered` and `at_once` live until close().
@@ -75,6 +79,9 @@ class publisher : public std::enable_shared_from_this<publisher> {
   std::size_t backlog() const;
   // Every publish still open ends with `why`; later ones fail at once.
   void close(const std::string& why);
+  // Fails what waited longer than the timeout for its answer, sends due retries and what may go
+  // now. Its timer runs it every 250 ms while anything is open.
+  void sweep();
 
  private:
   struct pending {
@@ -98,7 +105,6 @@ class publisher : public std::enable_shared_from_this<publisher> {
   bus_status send_locked(std::uint64_t id, pending& p);
   bool retry_or_keep_locked(pending& p, clock::time_point now);
   void arm_sweep_locked();
-  void sweep();
 
   const settings settings_;
   const route buffered_;
