@@ -199,6 +199,47 @@ class AfterClose(Base):
         self.assertEqual(seen, [("m1", True), ("m2", True), ("m3", True), ("m4", False)])
 
 
+class AutoDeleteAndDeclareAgain(Base):
+    """amqp091-go's reconnect example: an auto-delete queue's last consumer goes (cancel, or its
+    channel's close), and the queue is declared again at once, on the same connection or another,
+    and consumed. The declaration meets the deletion on its way to the bus: it ends with a queue
+    that exists, never with a declare-ok the deletion then undoes (consume 404)."""
+
+    def cycle(self, conn, q, end):
+        ch = conn.channel()
+        ch.queue_declare(q, auto_delete=True)
+        tag = ch.basic_consume(q, lambda *a: None, auto_ack=True)
+        end(ch, tag)
+        again = conn.channel()
+        again.queue_declare(q, auto_delete=True)
+        again.basic_consume(q, lambda *a: None, auto_ack=True)  # 404 if the deletion came after
+        again.close()
+
+    def test_declared_again_after_the_last_consumer_is_cancelled(self):
+        q = self.q + "-ad"
+        for _ in range(30):
+            self.cycle(self.conn, q, lambda ch, tag: ch.basic_cancel(tag))
+
+    def test_declared_again_after_the_last_consumers_channel_closes(self):
+        q = self.q + "-ad"
+        for _ in range(30):
+            self.cycle(self.conn, q, lambda ch, tag: ch.close())
+
+    def test_declared_again_from_another_connection(self):
+        q = self.q + "-ad"
+        conn2, _ = self.other()
+        for _ in range(30):
+            ch = self.conn.channel()
+            ch.queue_declare(q, auto_delete=True)
+            tag = ch.basic_consume(q, lambda *a: None, auto_ack=True)
+            ch.basic_cancel(tag)
+            again = conn2.channel()
+            again.queue_declare(q, auto_delete=True)
+            again.basic_consume(q, lambda *a: None, auto_ack=True)
+            again.close()
+            ch.close()
+
+
 class Requeue(Base):
     def test_nack_multiple_requeues_in_queue_order_ahead_of_never_delivered(self):
         publish(self.ch, self.q, [f"m{i}" for i in range(1, 8)])

@@ -453,14 +453,50 @@ void broker::forget_queue(const std::string& queue) {
 
 void broker::delete_queue(const std::string& queue) {
   forget_queue(queue);
+  deletion_started(queue);
   boost::asio::post(bus_executor(), [self = shared_from_this(), queue]() mutable {
     if (auto failed = store::remove_entry(*self, *self->bus_, routing::queue_key(queue))) {
       self->warn("deleting queue '" + queue + "': " + failed->text);
     }
+    self->deletion_finished(queue);
     // Not on a bus thread: the broker's last reference may be this one.
     auto& io = self->io_;
     boost::asio::post(io, [self = std::move(self)] {});
   });
+}
+
+void broker::deletion_started(const std::string& queue) {
+  std::lock_guard lock(owners_mutex_);
+  ++deletions_[queue].under_way;
+}
+
+void broker::deletion_finished(const std::string& queue) {
+  std::vector<std::function<void()>> waiting;
+  {
+    std::lock_guard lock(owners_mutex_);
+    auto it = deletions_.find(queue);
+    if (it == deletions_.end() || --it->second.under_way > 0) return;
+    waiting = std::move(it->second.waiting);
+    deletions_.erase(it);
+  }
+  for (auto& then : waiting) then();
+}
+
+bool broker::being_deleted(const std::string& queue) const {
+  std::lock_guard lock(owners_mutex_);
+  return deletions_.contains(queue);
+}
+
+void broker::after_deletion(const std::string& queue, std::function<void()> then) {
+  {
+    std::lock_guard lock(owners_mutex_);
+    auto it = deletions_.find(queue);
+    if (it != deletions_.end()) {
+      it->second.waiting.push_back(std::move(then));
+      return;
+    }
+  }
+  then();
 }
 
 // ---- the seam (broker.hpp)

@@ -120,6 +120,14 @@ class broker : public std::enable_shared_from_this<broker> {
   // The whole deletion, asynchronous: forget_queue, then the bus consumer and the KV key on
   // the bus pool. Failures are logged to stderr; there is nobody to answer.
   void delete_queue(const std::string& queue);
+  // A deletion of `queue` this process started has not reached the bus yet: a declaration that
+  // meets it waits (after_deletion), so that it ends with a queue that exists rather than one
+  // the deletion removes after declare-ok. deletion_finished runs on the bus pool, once each.
+  void deletion_started(const std::string& queue);
+  void deletion_finished(const std::string& queue);
+  bool being_deleted(const std::string& queue) const;
+  // `then` runs once no deletion of `queue` is under way (at once when none is).
+  void after_deletion(const std::string& queue, std::function<void()> then);
 
   // ---- writes (topology_store.hpp does the bucket half)
   // Local-first: fn(routing::topology&) under the exclusive lock (the same connection sees
@@ -212,6 +220,11 @@ class broker : public std::enable_shared_from_this<broker> {
     std::chrono::steady_clock::time_point written{};  // when the bucket was last told
   };
   std::map<std::string, use_record> uses_;  // by note_use
+  struct deletion {
+    int under_way = 0;
+    std::vector<std::function<void()>> waiting;
+  };
+  std::map<std::string, deletion> deletions_;  // queues whose deletion has not reached the bus
   bool stopped_ = false;
 
 };

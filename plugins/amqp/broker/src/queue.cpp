@@ -170,8 +170,17 @@ create_result create_on_bus(broker& b, bus::client& bus, const std::string& name
   return outcome;
 }
 
+// Resumes once no deletion of `queue` this process started is under way (broker::after_deletion):
+// a declaration that meets one ends with a queue that exists.
+task<> deletion_over(channel_context& ctx, const std::string& queue) {
+  if (!ctx.state().being_deleted(queue)) co_return;
+  auto wait = [&ctx, queue](std::function<void()> done) { ctx.state().after_deletion(queue, std::move(done)); };
+  co_await until_called<>(ctx, std::move(wait));
+}
+
 task<> declare_new(channel_context& ctx, std::string name, routing::queue_def wanted, bool no_wait) {
   static constexpr auto key = wire::queue_declare::key;
+  co_await deletion_over(ctx, name);
   auto& b = ctx.state();
   // The mirror holds every replica's queues; the stream's consumer limit is the bus's backstop.
   const auto limit = b.config().max_queues;
@@ -212,6 +221,7 @@ task<> declare_new(channel_context& ctx, std::string name, routing::queue_def wa
 }
 
 task<> declare_passive(channel_context& ctx, std::string name, bool no_wait) {
+  co_await deletion_over(ctx, name);
   const bool there = co_await queue_there(ctx, name, wire::queue_declare::key, /*ask_bucket=*/true);
   if (!there) co_return;
   co_await answer_declare(ctx, name, no_wait);
@@ -314,7 +324,12 @@ task<> delete_queue(channel_context& ctx, std::string queue, wire::queue_delete_
   }
   // Local first: consumers here get basic.cancel; then the bus.
   ctx.state().forget_queue(queue);
-  auto remove = [b, bus = ctx.bus_ptr(), queue_key] { return store::remove_entry(*b, *bus, queue_key); };
+  ctx.state().deletion_started(queue);
+  auto remove = [b, bus = ctx.bus_ptr(), queue_key, queue] {
+    auto failed = store::remove_entry(*b, *bus, queue_key);
+    b->deletion_finished(queue);
+    return failed;
+  };
   auto failed = co_await ctx.on_bus(key, std::move(remove));
   if (failed) co_return bus_failed(ctx, *failed, key);
   answer(count);
