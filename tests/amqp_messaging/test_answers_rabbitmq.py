@@ -1,7 +1,8 @@
 """RabbitMQ's own answers, side by side with a real RabbitMQ 3.10 (the Debian package): where RabbitMQ
 refuses a method with a text of its own, clients and their test suites match that text literally
 (`PRECONDITION_FAILED - unknown delivery tag 82`), so the adaptor sends exactly the same reply code
-and text; the remedy it would add goes to its log. Each scenario runs, through pika, once on the
+and text; the remedy it would add goes to its log. And sender-selected distribution (the CC and BCC
+headers), which RabbitMQ routes by. Each scenario runs, through pika, once on the
 adaptor and once on a private RabbitMQ, and reduces what it observed (the channel or connection
 exception, and what the queues hold afterwards) to a plain summary with the run's unique word
 written W; the two summaries must be equal.
@@ -91,7 +92,7 @@ def run(scenario, port):
 
 def replaced(value, word):
     if isinstance(value, dict):
-        return {k: replaced(v, word) for k, v in value.items()}
+        return {replaced(k, word): replaced(v, word) for k, v in value.items()}
     if isinstance(value, list):
         return [replaced(v, word) for v in value]
     if isinstance(value, str):
@@ -212,6 +213,45 @@ def publish_to_an_internal_exchange(s):
     return refusal(lambda: (channel.basic_publish(x, "k", b"m"), channel.basic_qos(prefetch_count=1)))
 
 
+# ---- sender-selected distribution (the CC and BCC headers) -----------------------------------------
+
+def routed_by_cc_and_bcc(s):
+    """What each queue holds: every queue a key reaches gets one copy, showing the publish's own
+    exchange and routing key; BCC is taken out of what is delivered, CC stays."""
+    x = s.name("ccx")
+    queues = {s.name(q): keys for q, keys in
+              (("qa", ["a"]), ("qb", ["b"]), ("qc", ["c.*"]), ("qab", ["a", "b"]), ("qz", ["z"]))}
+    s.ch.exchange_declare(x, exchange_type="topic")
+    for q, keys in queues.items():
+        s.ch.queue_declare(q)
+        for key in keys:
+            s.ch.queue_bind(q, x, key)
+    s.ch.basic_publish(x, "a", b"m1", pika.BasicProperties(headers={"CC": ["b", "c.x", 5], "BCC": ["b"], "keep": 1}),
+                       mandatory=True)
+    s.ch.basic_publish(x, "nothing", b"m2", pika.BasicProperties(headers={"BCC": ["b"]}), mandatory=True)
+    s.ch.basic_publish("", s.name("qa"), b"m3", pika.BasicProperties(headers={"CC": [s.name("qz")]}))
+    held = {}
+    for q in queues:
+        got = []
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and len(got) < 3:
+            method, props, body = s.ch.basic_get(q, auto_ack=True)
+            if method is None:
+                if s.ready(q) == 0 and got:
+                    break
+                time.sleep(0.05)
+                continue
+            got.append([body.decode(), method.exchange, method.routing_key, props.headers])
+        held[q] = got
+    return held
+
+
+def cc_that_is_not_an_array(s):
+    channel = s.conn.channel()
+    return refusal(lambda: (channel.basic_publish("", "k", b"m", pika.BasicProperties(headers={"CC": "b"})),
+                            channel.basic_qos(prefetch_count=1)))
+
+
 SCENARIOS = {
     "ack of an unknown tag": settled_by(lambda channel: channel.basic_ack(82)),
     # Nothing is settled: the channel's close requeues both.
@@ -235,6 +275,8 @@ SCENARIOS = {
     "get from another connection's exclusive queue": get_from_another_connections_exclusive_queue,
     "publish to an absent exchange": publish_to_an_absent_exchange,
     "publish to an internal exchange": publish_to_an_internal_exchange,
+    "routed by CC and BCC": routed_by_cc_and_bcc,
+    "CC that is not an array": cc_that_is_not_an_array,
 }
 
 

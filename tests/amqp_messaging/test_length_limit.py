@@ -141,6 +141,19 @@ class LengthLimit(deadletter_case.DeadLetterCase):
                 self.assertEqual(raised.exception.reply_code, code)
                 self.assertIn(words, raised.exception.reply_text)
 
+    def test_cc_to_a_length_limited_queue_is_refused_naming_the_remedy_and_nothing_is_stored(self):
+        self.declare(x_max_length=5)
+        other = f"{self.q}-cc"
+        self.ch.queue_declare(other)
+        with self.assertRaises(pika.exceptions.ChannelClosedByBroker) as raised:
+            self.ch.basic_publish("", other, b"m", pika.BasicProperties(headers={"CC": [self.q]}))
+        self.assertEqual(raised.exception.reply_code, 540)
+        self.assertIn("CC and BCC headers", raised.exception.reply_text)
+        self.assertIn("publish once per routing key", raised.exception.reply_text)
+        self.ch = self.conn.channel()  # the connection lives on
+        self.assertEqual(self.count(), 0)
+        self.assertEqual(self.ch.queue_declare(other, passive=True).method.message_count, 0)
+
 
 if __name__ == "__main__":
     unittest.main()

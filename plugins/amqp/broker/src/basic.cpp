@@ -226,7 +226,7 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   void hand_over(std::uint64_t remaining) {
     bus::delivery d = std::move(*taken_);
     taken_.reset();
-    const auto addr = routing::split_subject(d.subject).value_or(routing::address{});
+    const auto addr = routing::split_subject(d.shown_subject()).value_or(routing::address{});
     const std::uint64_t tag = ++s_.next_tag;
     auto props = delivered_properties(d.amqp_props, d.delivered);
     std::string out;
@@ -304,7 +304,7 @@ std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_a
     if (owner) owner->release();
     return 0;
   }
-  const auto addr = routing::split_subject(d.subject).value_or(routing::address{});
+  const auto addr = routing::split_subject(d.shown_subject()).value_or(routing::address{});
   const std::uint64_t tag = ++s.next_tag;
   auto props = delivered_properties(d.amqp_props, d.delivered);
   std::string out;

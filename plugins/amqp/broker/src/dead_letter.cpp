@@ -111,7 +111,7 @@ void publish_copies(const std::shared_ptr<bus::client>& bus, const boost::asio::
   auto state = std::make_shared<pending>(pending{subjects.size(), true, std::move(reply)});
   const auto props_b64 = bus::base64_encode(property_octets);
   for (const auto& subject : subjects) {
-    bus->publish(subject, props_b64, body, ex, [bus, state](bus::bus_status stored) {
+    bus->publish(subject, props_b64, body, {}, ex, [bus, state](bus::bus_status stored) {
       state->stored = state->stored && stored.ok();
       if (--state->left != 0) return;
       if (state->stored) {
@@ -211,7 +211,7 @@ bool passed_over(broker& b, boost::asio::any_io_executor ex, const std::string& 
 void give_up(broker& b, boost::asio::any_io_executor ex, const std::string& queue, death_reason why,
              bus::delivery d) {
   const auto& bus = b.bus_ptr();
-  const auto addr = routing::split_subject(d.subject).value_or(routing::address{});
+  const auto addr = routing::split_subject(d.shown_subject()).value_or(routing::address{});
   const auto plan = plan_for(b, queue, addr.routing_key);
   // No dead-letter exchange, or one that does not exist: RabbitMQ drops the message.
   if (!plan || !plan->exchange_exists) return bus->term(d.reply);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <set>
 #include <variant>
 
 #include "amqp/bus/base64.hpp"
@@ -14,6 +15,7 @@
 #include "delivery.hpp"
 #include "handler_support.hpp"
 #include "length_limit.hpp"
+#include "sender_selected.hpp"
 #include "topology_store.hpp"
 
 namespace amqp::broker {
@@ -249,10 +251,13 @@ task<std::optional<std::vector<std::uint64_t>>> counted(basic_state& s, std::vec
 }
 
 // Hands one copy to the bus (counted in flight until publish_done) and resumes with its answer.
-task<bus::bus_status> stored(basic_state& s, std::string subject, const limited_publish& p) {
-  const std::size_t cost = count_in_flight(s, p.property_octets, p.body);
-  auto send = [&s, &p, subject](std::function<void(bus::bus_status)> done) {
-    s.ctx.bus().publish(subject, bus::base64_encode(p.property_octets), p.body, s.ctx.executor(), std::move(done));
+// `routed_as`: the subject the publish named, for a copy stored under a queue's own.
+task<bus::bus_status> stored(basic_state& s, std::string subject, const std::string& property_octets,
+                             const std::string& body, std::string routed_as) {
+  const std::size_t cost = count_in_flight(s, property_octets, body);
+  auto send = [&s, &property_octets, &body, subject, routed_as](std::function<void(bus::bus_status)> done) {
+    s.ctx.bus().publish(subject, bus::base64_encode(property_octets), body, routed_as, s.ctx.executor(),
+                        std::move(done));
   };
   auto answer = co_await until_called<bus::bus_status>(s.ctx, std::move(send));
   publish_done(s, 0, cost, answer, subject);
@@ -295,7 +300,7 @@ task<> reject(basic_state& s, std::shared_ptr<limited_publish> p, std::vector<st
     if (std::find(full.begin(), full.end(), q) != full.end()) continue;
     any = true;
     auto subject = *routing::publish_subject("", q);
-    co_await stored(s, std::move(subject), *p);
+    co_await stored(s, std::move(subject), p->property_octets, p->body, p->subject);
   }
   // Once every other queue has its copy, the drop-head ones among them are trimmed as usual.
   if (any) {
@@ -324,7 +329,8 @@ task<> publish_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
   // Confirmed once the drop-head queues it reached are trimmed.
   const std::size_t cost = count_in_flight(s, p->property_octets, p->body);
   auto send = [&s, p](std::function<void(bus::bus_status)> done) {
-    s.ctx.bus().publish(p->subject, bus::base64_encode(p->property_octets), p->body, s.ctx.executor(), std::move(done));
+    s.ctx.bus().publish(p->subject, bus::base64_encode(p->property_octets), p->body, {}, s.ctx.executor(),
+                        std::move(done));
   };
   auto answer = co_await until_called<bus::bus_status>(s.ctx, std::move(send));
   if (answer && !s.ctx.is_closed()) {
@@ -348,12 +354,72 @@ struct publish_request {
 void store_on_bus(basic_state& s, publish_request p, const std::string& subject, std::uint64_t seq) {
   auto& chan = s.ctx;
   const std::size_t cost = count_in_flight(s, p.property_octets, p.body);
-  chan.bus().publish(subject, bus::base64_encode(p.property_octets), std::move(p.body), chan.executor(),
+  chan.bus().publish(subject, bus::base64_encode(p.property_octets), std::move(p.body), {}, chan.executor(),
                      [st = &s, weak = chan.weak_from_this(), seq, cost, subject](bus::bus_status stored) {
                        auto alive = weak.lock();
                        if (!alive) return;  // the channel and its state are gone: nobody to tell
                        publish_done(*st, seq, cost, stored, subject);
                      });
+}
+
+// Sender-selected distribution (sender_selected.hpp): the publish is stored under its own subject
+// for the queues its routing key reaches, and one copy goes to each other queue a CC or BCC key
+// reaches, under that queue's own subject (its implicit default-exchange binding), showing the
+// publish's exchange and routing key when delivered. Confirmed once every copy is stored; it holds
+// the channel's next method until then.
+task<> publish_selected(basic_state& s, publish_request p, std::string subject, std::vector<std::string> keys,
+                        std::uint64_t seq) {
+  auto& chan = s.ctx;
+  const auto& m = p.m;
+  std::vector<std::string> own;
+  std::vector<std::string> others;
+  chan.state().read_topology([&](const routing::topology& t) {
+    own = t.queues_reached(m.exchange, m.routing_key);
+    std::set<std::string> reached(own.begin(), own.end());
+    for (const auto& key : keys)
+      for (auto& q : t.queues_reached(m.exchange, key))
+        if (reached.insert(q).second) others.push_back(std::move(q));
+    return true;
+  });
+  if (own.empty() && others.empty()) {
+    if (m.mandatory) return_unroutable(chan, m, p.property_octets, p.body);
+    if (seq != 0) confirm_now(s, s.confirms.record(seq, publish_confirms::outcome::ack));
+    co_return;
+  }
+  bool all_stored = true;
+  if (!own.empty()) {
+    const std::string as_published;  // stored under its own subject
+    auto answer = co_await stored(s, subject, p.property_octets, p.body, as_published);
+    all_stored = all_stored && answer.ok();
+  }
+  for (const auto& q : others) {
+    auto copy_subject = *routing::publish_subject("", q);
+    auto answer = co_await stored(s, std::move(copy_subject), p.property_octets, p.body, subject);
+    all_stored = all_stored && answer.ok();
+  }
+  if (seq != 0) {
+    confirm_now(s, s.confirms.record(seq, all_stored ? publish_confirms::outcome::ack : publish_confirms::outcome::nack));
+  }
+}
+
+// CC or BCC keys with what their copies cannot honour exactly: refused, naming the remedy.
+bool sender_selection_refused(channel_context& chan, const wire::basic_publish& m, const std::vector<std::string>& keys,
+                              bool has_subject) {
+  std::string why;
+  if (routing::names_direct_reply(m.routing_key) && m.exchange.empty()) {
+    why = "to a direct reply-to address";
+  } else if (!has_subject) {
+    why = "whose routing key has no subject";
+  } else {
+    bool limited = !limits_reached(chan.state(), m.exchange, m.routing_key).empty();
+    for (const auto& key : keys) limited = limited || !limits_reached(chan.state(), m.exchange, key).empty();
+    if (!limited) return false;
+    why = "that reaches a queue with x-max-length";
+  }
+  chan.fail(wire::reply_code::not_implemented,
+            "the CC and BCC headers are not implemented on a publish " + why + "; publish once per routing key instead",
+            during);
+  return true;
 }
 
 // The publish, once its exchange is known to exist. It carries the turn only while a length
@@ -367,6 +433,11 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
                      "publish to the exchange bound to it instead");
   }
   if (!valid_expiration(chan, p.property_octets) || !valid_user_id(chan, p.property_octets)) return;
+  auto selected = read_sender_selected(std::move(p.property_octets));
+  if (!selected) return chan.refuse(selected.error(), during);
+  p.property_octets = std::move(selected->property_octets);
+  auto subject = routing::publish_subject(m.exchange, m.routing_key);
+  if (!selected->keys.empty() && sender_selection_refused(chan, m, selected->keys, subject.ok())) return;
   if (!rewrite_direct_reply_to(s, p.property_octets)) return;
   auto next_seq = [&] {
     if (chan.confirms && !s.confirms.enabled()) s.confirms.select();
@@ -376,11 +447,14 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
     const std::uint64_t seq = next_seq();
     return publish_direct_reply(s, m, std::move(p.property_octets), std::move(p.body), seq);
   }
-  auto subject = routing::publish_subject(m.exchange, m.routing_key);
   const bool to_nothing =
       !subject && def.kind != routing::exchange_kind::fanout && routing::blank_publish_key(m.routing_key);
   if (!subject && !to_nothing) return chan.refuse(subject.error(), during);
   const std::uint64_t seq = next_seq();
+  if (!selected->keys.empty()) {
+    auto keys = std::move(selected->keys);
+    return chan.spawn(during, publish_selected(s, std::move(p), *subject, std::move(keys), seq), std::move(publish_turn));
+  }
   if (to_nothing || (m.mandatory && !routable(chan, m.exchange, m.routing_key))) {
     // Stored nowhere, returned when mandatory; under confirms still acked (a return is not a
     // failure to publish).

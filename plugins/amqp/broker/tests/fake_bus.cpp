@@ -391,7 +391,7 @@ bus::bus_result<bus::delivery> fake_bus::read_message(std::uint64_t seq) {
 
 // ---- publishing and pulling
 
-void fake_bus::publish(std::string subject, std::string amqp_props_b64, std::string body,
+void fake_bus::publish(std::string subject, std::string amqp_props_b64, std::string body, std::string,
                        boost::asio::any_io_executor ex, std::function<void(bus::bus_status)> done) {
   auto props = bus::base64_decode(amqp_props_b64);
   publishes_.push_back({std::move(subject), props.value_or(std::string{}), std::move(body), std::move(ex),

@@ -117,7 +117,8 @@ class fake_bus final : public bus::client {
   bus::bus_result<std::optional<bus::stored_message>> next_message(std::uint64_t from,
                                                                    const std::vector<std::string>& filters) override;
   bus::bus_result<bus::delivery> read_message(std::uint64_t seq) override;
-  void publish(std::string subject, std::string amqp_props_b64, std::string body, boost::asio::any_io_executor ex,
+  void publish(std::string subject, std::string amqp_props_b64, std::string body, std::string routed_as,
+               boost::asio::any_io_executor ex,
                std::function<void(bus::bus_status)> done) override;
   std::size_t publish_backlog() const override { return publishes_waiting(); }
   std::shared_ptr<bus::puller> make_puller(const std::string& queue, boost::asio::any_io_executor ex,

@@ -77,14 +77,14 @@ constexpr std::chrono::milliseconds sweep_period{250};
 
 }  // namespace
 
-void client_impl::publish(std::string subject, std::string amqp_props_b64, std::string body,
+void client_impl::publish(std::string subject, std::string amqp_props_b64, std::string body, std::string routed_as,
                           boost::asio::any_io_executor ex, std::function<void(bus_status)> done) {
   if (closed_ || !publisher_) {
     boost::asio::post(ex, [done = std::move(done)] { done(failure("publish", "bus client is closed")); });
     return;
   }
-  publisher_->publish(next_id_++, std::move(subject), std::move(amqp_props_b64), std::move(body), std::move(ex),
-                      std::move(done));
+  publisher_->publish(next_id_++, std::move(subject), std::move(amqp_props_b64), std::move(body), std::move(routed_as),
+                      std::move(ex), std::move(done));
 }
 
 std::size_t client_impl::publish_backlog() const { return publisher_ ? publisher_->backlog() : 0; }

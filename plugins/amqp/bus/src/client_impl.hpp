@@ -215,7 +215,7 @@ class client_impl final : public client {
                                                          const std::vector<std::string>& filters) override;
   bus_result<delivery> read_message(std::uint64_t seq) override;
 
-  void publish(std::string subject, std::string amqp_props_b64, std::string body,
+  void publish(std::string subject, std::string amqp_props_b64, std::string body, std::string routed_as,
                boost::asio::any_io_executor ex, std::function<void(bus_status)> done) override;
   std::size_t publish_backlog() const override;
 

@@ -48,8 +48,9 @@ publisher::publisher(settings s, route buffered, route at_once, parts p, boost::
       sweep_timer_(std::move(timers)) {}
 
 void publisher::publish(std::uint64_t id, std::string subject, std::string amqp_props_b64, std::string body,
-                        boost::asio::any_io_executor ex, std::function<void(bus_status)> done) {
-  pending p{std::move(subject), std::move(amqp_props_b64), std::move(body), std::move(ex), std::move(done), {}, {}, {}, {}};
+                        std::string routed_as, boost::asio::any_io_executor ex, std::function<void(bus_status)> done) {
+  pending p{std::move(subject), std::move(amqp_props_b64), std::move(body), std::move(routed_as), std::move(ex),
+            std::move(done), {}, {}, {}, {}};
   std::unique_lock lock{mutex_};
   if (closed_) {
     lock.unlock();
@@ -113,6 +114,7 @@ bus_status publisher::send_locked(std::uint64_t id, pending& p) {
   natsStatus s = natsMsg_Create(&raw, p.subject.c_str(), reply, p.body.data(), static_cast<int>(p.body.size()));
   msg_ptr msg{raw};
   if (s == NATS_OK && !p.props_b64.empty()) s = natsMsgHeader_Set(msg.get(), props_header, p.props_b64.c_str());
+  if (s == NATS_OK && !p.routed_as.empty()) s = natsMsgHeader_Set(msg.get(), routed_as_header, p.routed_as.c_str());
   // The reply subject names this client and publish uniquely: the stream's id for a retry.
   if (s == NATS_OK && settings_.retry)
     s = natsMsgHeader_Set(msg.get(), "Nats-Msg-Id", reply + via.inbox.rfind('.') + 1);

@@ -69,7 +69,7 @@ class publisher : public std::enable_shared_from_this<publisher> {
   publisher(settings s, route buffered, route at_once, parts p, boost::asio::any_io_executor timers);
 
   void publish(std::uint64_t id, std::string subject, std::string amqp_props_b64, std::string body,
-               boost::asio::any_io_executor ex, std::function<void(bus_status)> done);
+               std::string routed_as, boost::asio::any_io_executor ex, std::function<void(bus_status)> done);
   // nats thread: the answer to publish `id` on its reply subject.
   void answered(std::uint64_t id, natsMsg* msg);
   // A NAK was answered: publishes it held back may go.
@@ -88,6 +88,7 @@ class publisher : public std::enable_shared_from_this<publisher> {
     std::string subject;
     std::string props_b64;
     std::string body;
+    std::string routed_as;
     boost::asio::any_io_executor ex;
     std::function<void(bus_status)> done;
     clock::time_point first_sent_at{};

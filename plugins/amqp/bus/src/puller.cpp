@@ -49,6 +49,7 @@ std::string header(natsMsg* msg, const char* key) {
 
 void read_content(natsMsg* msg, delivery& d) {
   d.subject = natsMsg_GetSubject(msg);
+  d.routed_as = header(msg, routed_as_header);
   if (auto props = base64_decode(header(msg, props_header))) d.amqp_props = std::move(*props);
   d.body.assign(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
 }

@@ -44,7 +44,7 @@ struct harness {
 
   bus_status publish_one(const std::string& subject, const std::string& props, const std::string& body) {
     std::optional<bus_status> result;
-    bus->publish(subject, props.empty() ? "" : base64_encode(props), body, io.get_executor(),
+    bus->publish(subject, props.empty() ? "" : base64_encode(props), body, {}, io.get_executor(),
                  [&](bus_status s) { result = std::move(s); });
     REQUIRE(run_until([&] { return result.has_value(); }));
     return *result;
@@ -298,7 +298,7 @@ TEST_CASE("stop with messages on their way: each reaches the callback before on_
     col.p->request(50, 30s);
     int stored = 0;
     for (int i = 0; i < 20; ++i)
-      h.bus->publish("amqp.d.race", "", std::to_string(round) + "-" + std::to_string(i), h.io.get_executor(),
+      h.bus->publish("amqp.d.race", "", std::to_string(round) + "-" + std::to_string(i), {}, h.io.get_executor(),
                      [&](bus_status s) { stored += s.ok() ? 1 : 0; });
     h.run_until([&] { return stored > 0; }, 5s);
     col.p->stop();  // while the server is sending
@@ -513,7 +513,7 @@ TEST_CASE("1,000 pipelined publishes all complete, beyond the in-flight bound") 
   int ok = 0;
   int failed = 0;
   for (int i = 0; i < 1000; ++i)
-    h.bus->publish("amqp.d.bulk", "", std::to_string(i), h.io.get_executor(),
+    h.bus->publish("amqp.d.bulk", "", std::to_string(i), {}, h.io.get_executor(),
                    [&](bus_status s) { (s.ok() ? ok : failed) += 1; });
   CHECK(h.bus->publish_backlog() > 0);
   REQUIRE(h.run_until([&] { return ok + failed == 1000; }, 20s));
@@ -636,7 +636,7 @@ TEST_CASE("close fails nothing silently: later publishes, pulls and counts are r
   h.bus->close();
   h.bus->close();  // idempotent
   std::optional<bus_status> r;
-  h.bus->publish("amqp.d.x", "", "b", h.io.get_executor(), [&](bus_status s) { r = std::move(s); });
+  h.bus->publish("amqp.d.x", "", "b", {}, h.io.get_executor(), [&](bus_status s) { r = std::move(s); });
   REQUIRE(h.run_until([&] { return r.has_value(); }));
   CHECK_FALSE(r->ok());
   auto g = get_one(h, "x");

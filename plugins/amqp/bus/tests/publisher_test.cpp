@@ -79,7 +79,7 @@ struct fixture {
 
   // Publishes to `subject`; its outcome goes to outcomes[id].
   void publish(publisher& p, std::uint64_t id, const std::string& subject = "amqp._.q") {
-    p.publish(id, subject, "", "body", io.get_executor(), [this, id](bus_status s) { outcomes.emplace_back(id, s); });
+    p.publish(id, subject, "", "body", "", io.get_executor(), [this, id](bus_status s) { outcomes.emplace_back(id, s); });
   }
   void settle() {
     io.restart();

@@ -27,6 +27,9 @@ inline constexpr const char* stream_name = "AMQP";
 inline constexpr const char* stream_subjects = "amqp.>";
 inline constexpr const char* bucket_name = "amqp";
 inline constexpr const char* props_header = "Amqp-Props";
+// The subject a publish named, on a copy stored under a queue's own subject instead (a copy for a
+// queue only a CC or BCC key reaches): deliveries show that subject's exchange and routing key.
+inline constexpr const char* routed_as_header = "Amqp-Routed-As";
 
 // Who a client is on the bus (client::sign_in). An empty user with a password is a token (a JWT
 // too, for an auth callout); user and password are the server's users.
@@ -122,6 +125,9 @@ struct stored_message {
 
 struct delivery {
   std::string subject;      // the subject the message was published on
+  std::string routed_as;    // Amqp-Routed-As: the subject its publish named, when it differs
+  // The subject whose exchange and routing key a client is shown.
+  const std::string& shown_subject() const { return routed_as.empty() ? subject : routed_as; }
   std::string amqp_props;   // Amqp-Props header, base64-decoded (empty if absent or invalid)
   std::string body;
   std::string reply;        // $JS.ACK... : pass to ack/nak/term
@@ -313,8 +319,9 @@ class client : public std::enable_shared_from_this<client> {
   // `done` is posted to `ex` exactly once: ok = stored in stream AMQP; error = the bus's
   // refusal (e.g. no stream matches, max payload, timeout). Publishes beyond
   // max_publish_in_flight wait in the client; the caller bounds memory by watching
-  // publish_backlog() (e.g. stop reading its socket above a threshold).
-  virtual void publish(std::string subject, std::string amqp_props_b64, std::string body,
+  // publish_backlog() (e.g. stop reading its socket above a threshold). `routed_as`, when not
+  // empty, rides in routed_as_header (delivery::routed_as).
+  virtual void publish(std::string subject, std::string amqp_props_b64, std::string body, std::string routed_as,
                        boost::asio::any_io_executor ex, std::function<void(bus_status)> done) = 0;
   virtual std::size_t publish_backlog() const = 0;  // in flight + waiting
 

@@ -1,0 +1,21 @@
+#pragma once
+// Sender-selected distribution, RabbitMQ's CC and BCC headers: arrays of routing keys a publish
+// is routed by as well as its own, one copy to each queue whatever number of keys reach it; BCC
+// is taken out of the message before it is stored, CC stays.
+#include <string>
+#include <vector>
+
+#include "amqp/wire/result.hpp"
+
+namespace amqp::broker {
+
+struct sender_selected {
+  std::vector<std::string> keys;  // CC's, then BCC's, in order; empty: neither header
+  std::string property_octets;    // the publish's, BCC taken out (unchanged without it)
+};
+
+// From a publish's content-header property octets. An element that is not a string is skipped,
+// as RabbitMQ skips it; a CC or BCC that is not an array is refused with RabbitMQ's 406 text.
+wire::result<sender_selected> read_sender_selected(std::string property_octets);
+
+}  // namespace amqp::broker

@@ -1,0 +1,81 @@
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "amqp/wire/codec.hpp"
+#include "sender_selected.hpp"
+
+using namespace amqp;
+
+namespace {
+
+wire::field_array keys(std::initializer_list<wire::field_value> items) {
+  wire::field_array a;
+  a.items.assign(items.begin(), items.end());
+  return a;
+}
+
+std::string octets(std::initializer_list<wire::table_entry> headers) {
+  wire::basic_properties p;
+  p.content_type = "text/plain";
+  p.headers = wire::field_table{std::vector<wire::table_entry>(headers)};
+  return wire::encode_properties(p);
+}
+
+wire::basic_properties decoded(const std::string& octets) {
+  auto p = wire::decode_properties(std::span{reinterpret_cast<const std::uint8_t*>(octets.data()), octets.size()});
+  REQUIRE(p);
+  return *p;
+}
+
+}  // namespace
+
+TEST_CASE("sender-selected: a publish without CC or BCC is left as it is") {
+  const auto in = octets({{"app", wire::field_value{std::string("x")}}});
+  auto out = broker::read_sender_selected(in);
+  REQUIRE(out);
+  CHECK(out->keys.empty());
+  CHECK(out->property_octets == in);
+}
+
+TEST_CASE("sender-selected: CC and BCC keys, in order; BCC leaves the message, CC and the rest stay") {
+  const auto in = octets({{"CC", keys({std::string("b"), std::string("c.x")})},
+                          {"BCC", keys({std::string("d")})},
+                          {"keep", wire::field_value{std::int32_t{1}}}});
+  auto out = broker::read_sender_selected(in);
+  REQUIRE(out);
+  CHECK(out->keys == std::vector<std::string>{"b", "c.x", "d"});
+  const auto props = decoded(out->property_octets);
+  REQUIRE(props.headers);
+  CHECK(wire::find(*props.headers, "BCC") == nullptr);
+  REQUIRE(wire::find(*props.headers, "CC") != nullptr);
+  CHECK(wire::find(*props.headers, "keep") != nullptr);
+  CHECK(props.content_type == "text/plain");
+}
+
+TEST_CASE("sender-selected: a BCC alone leaves an empty headers table, as RabbitMQ delivers it") {
+  auto out = broker::read_sender_selected(octets({{"BCC", keys({std::string("b")})}}));
+  REQUIRE(out);
+  CHECK(out->keys == std::vector<std::string>{"b"});
+  const auto props = decoded(out->property_octets);
+  REQUIRE(props.headers);
+  CHECK(props.headers->entries.empty());
+}
+
+TEST_CASE("sender-selected: an element that is not a string is skipped; a header that is not an array is refused") {
+  auto skipped = broker::read_sender_selected(octets({{"CC", keys({std::string("b"), wire::field_value{std::int32_t{5}}})}}));
+  REQUIRE(skipped);
+  CHECK(skipped->keys == std::vector<std::string>{"b"});
+
+  auto refused = broker::read_sender_selected(octets({{"CC", wire::field_value{std::string("b")}}}));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == wire::reply_code::precondition_failed);
+  CHECK(refused.error().text == "invalid message: {unacceptable_type_in_header,\"CC\",longstr}");
+  CHECK_FALSE(refused.error().remedy.empty());
+
+  auto number = broker::read_sender_selected(octets({{"BCC", wire::field_value{std::int32_t{1}}}}));
+  REQUIRE_FALSE(number);
+  CHECK(number.error().text == "invalid message: {unacceptable_type_in_header,\"BCC\",signedint}");
+}
