@@ -128,8 +128,16 @@ void broker::on_watch_change(const std::string& key, const std::optional<std::st
     return;
   }
   // Another replica deleted a queue: this process's consumers on it are told, as RabbitMQ
-  // tells a consumer whose queue went (consumer_cancel_notify).
+  // tells a consumer whose queue went (consumer_cancel_notify). One it declared with x-expires
+  // is looked at when it could expire unused.
   auto parsed = routing::parse_bucket_key(key);
+  if (changed && value && parsed && parsed->what == routing::bucket_key::kind::queue && expiry_) {
+    const auto expires = read_topology([&](const routing::topology& t) -> std::optional<std::uint64_t> {
+      const auto* def = t.find_queue(parsed->name);
+      return def ? def->expires : std::nullopt;
+    });
+    if (expires) expiry_->look_by(parsed->name, std::chrono::steady_clock::now() + std::chrono::milliseconds(*expires));
+  }
   if (changed && !value && parsed && parsed->what == routing::bucket_key::kind::queue) {
     std::vector<std::weak_ptr<channel_context>> channels;
     {
@@ -372,6 +380,12 @@ void broker::remove_consumer(const std::string& queue, const channel_context& ch
   });
   if (auto_delete) return delete_queue(queue);
   note_use(queue, use::consumer_gone);  // x-expires counts from the last consumer's end
+  // What nobody reads here any more may expire at its head.
+  if (expiry_ && read_topology([&](const routing::topology& t) {
+        const auto* def = t.find_queue(queue);
+        return def && (def->message_ttl || def->dead_letter);
+      }))
+    expiry_->look_by(queue, std::chrono::steady_clock::now());
 }
 
 void broker::note_use(const std::string& queue, use how) {
@@ -382,6 +396,7 @@ void broker::note_use(const std::string& queue, use how) {
   if (!expires) return;
   const auto now = std::chrono::steady_clock::now();
   const auto at = wall_clock_ms();
+  if (expiry_) expiry_->look_by(queue, now + std::chrono::milliseconds(*expires));
   {
     std::lock_guard lock(owners_mutex_);
     auto& last = uses_[queue];
@@ -396,6 +411,25 @@ void broker::note_use(const std::string& queue, use how) {
     auto& io = self->io_;  // not on a bus thread: the broker's last reference may be this one
     boost::asio::post(io, [self = std::move(self)] {});
   });
+}
+
+void broker::expect_expiries(std::string_view exchange, std::string_view key, std::string_view property_octets) {
+  if (!expiry_) return;
+  std::vector<std::pair<std::string, std::uint64_t>> expiring;  // queue, the message's TTL there
+  read_topology([&](const routing::topology& t) {
+    if (!t.has_timed_queues()) return;
+    auto own = wire::expiration_of(property_octets);
+    const std::optional<std::uint64_t> expiration_ms = own ? *own : std::nullopt;
+    for (auto& queue : t.queues_reached(exchange, key)) {
+      const auto* def = t.find_queue(queue);
+      if (def == nullptr || !(def->message_ttl || def->dead_letter)) continue;
+      auto ttl = def->message_ttl;
+      if (expiration_ms) ttl = ttl ? std::min(*ttl, *expiration_ms) : *expiration_ms;
+      if (ttl) expiring.emplace_back(std::move(queue), *ttl);
+    }
+  });
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [queue, ttl] : expiring) expiry_->look_by(std::move(queue), now + std::chrono::milliseconds(ttl));
 }
 
 std::uint64_t broker::last_use_here_ms(const std::string& queue) const {

@@ -110,6 +110,11 @@ class broker : public std::enable_shared_from_this<broker> {
   // replica's expiry check (expiry.hpp).
   enum class use { declare, get, consumer_gone };
   void note_use(const std::string& queue, use how);
+  // A message this process publishes to (exchange, key), with these content-header properties
+  // (its `expiration`): each queue it reaches whose head may expire while nobody reads it is
+  // looked at when the message expires there (expiry.hpp). Costs nothing while no queue has an
+  // x-message-ttl or a dead-letter exchange.
+  void expect_expiries(std::string_view exchange, std::string_view key, std::string_view property_octets);
   // The latest use of the queue noted here (ms since the epoch; 0: none), written or not yet.
   std::uint64_t last_use_here_ms(const std::string& queue) const;
 

@@ -100,6 +100,13 @@ std::vector<std::string> subjects_for(const dead_letter_plan& plan, const wire::
 }
 
 // Publishes every copy; the original is termed once all are stored, or goes back to the queue.
+// The queues the copies reach may expire them at their head (expiry.hpp): a TTL on the
+// dead-letter queue is how a delayed retry is made.
+void expect_expiries(broker& b, const std::vector<std::string>& subjects, const std::string& property_octets) {
+  for (const auto& subject : subjects)
+    if (auto addr = routing::split_subject(subject)) b.expect_expiries(addr->exchange, addr->routing_key, property_octets);
+}
+
 void publish_copies(const std::shared_ptr<bus::client>& bus, const boost::asio::any_io_executor& ex,
                     const std::vector<std::string>& subjects, const std::string& property_octets,
                     const std::string& body, std::string reply) {
@@ -225,6 +232,7 @@ void give_up(broker& b, boost::asio::any_io_executor ex, const std::string& queu
              "; the copy keeps the original properties");
       auto subject = routing::publish_subject(plan->exchange, plan->routing_key);
       if (!subject) return bus->term(d.reply);
+      expect_expiries(b, {*subject}, d.amqp_props);
       return publish_copies(bus, ex, {*subject}, d.amqp_props, d.body, std::move(d.reply));
     }
     props = std::move(*decoded);
@@ -237,7 +245,9 @@ void give_up(broker& b, boost::asio::any_io_executor ex, const std::string& queu
            "; the message was dropped");
   }
   if (subjects.empty()) return bus->term(d.reply);  // every queue it would reach is a cycle
-  publish_copies(bus, ex, subjects, wire::encode_properties(props), d.body, std::move(d.reply));
+  auto octets = wire::encode_properties(props);
+  expect_expiries(b, subjects, octets);
+  publish_copies(bus, ex, subjects, octets, d.body, std::move(d.reply));
 }
 
 void give_up_rejected(broker& b, boost::asio::any_io_executor ex, const std::string& queue, std::string reply,

@@ -11,10 +11,12 @@
 namespace amqp::broker {
 namespace {
 
-constexpr int slowest_idle_seconds = 8;
-// Heads one queue gives up in one round; the rest wait for the next round, so that one queue's
-// backlog of expired messages does not hold every other queue back.
-constexpr int most_per_round = 256;
+// A look that found the queue being read (its own take's pull may still be listed), its head
+// requeued, or the bus not answering looks again a second later, then twice as late each time
+// up to this: what this replica cannot see happen (another replica's consumer going) is found then.
+constexpr int slowest_again_seconds = 64;
+// Heads one queue gives up in a row; then the other queues due get their look first.
+constexpr int most_in_a_row = 256;
 
 std::vector<std::string> sweepable(const routing::topology& t) {
   std::vector<std::string> names;
@@ -23,13 +25,25 @@ std::vector<std::string> sweepable(const routing::topology& t) {
   return names;
 }
 
+expiry_sweeper::clock::time_point steady_at(std::uint64_t wall_ms) {
+  const auto now_ms = wall_clock_ms();
+  const auto ahead = wall_ms > now_ms ? wall_ms - now_ms : 0;
+  return expiry_sweeper::clock::now() + std::chrono::milliseconds(ahead);
+}
+
 }  // namespace
 
 expiry_sweeper::expiry_sweeper(std::weak_ptr<broker> b, strand on)
     : broker_(std::move(b)), strand_(on), timer_(on) {}
 
 void expiry_sweeper::start() {
-  boost::asio::post(strand_, [self = shared_from_this()] { self->tick_soon(); });
+  boost::asio::post(strand_, [self = shared_from_this()] {
+    auto b = self->broker_.lock();
+    if (!b || self->stopped_) return;
+    const auto now = clock::now();
+    for (const auto& queue : b->read_topology(sweepable)) self->schedule(queue, now, true);
+    self->arm();
+  });
 }
 
 void expiry_sweeper::stop() {
@@ -37,36 +51,76 @@ void expiry_sweeper::stop() {
     self->stopped_ = true;
     self->timer_.cancel();
     self->round_.clear();
+    self->dues_.clear();
+    self->due_of_.clear();
     self->puller_.reset();
   });
 }
 
-void expiry_sweeper::tick_soon() {
-  if (stopped_) return;
-  timer_.expires_after(std::chrono::seconds(1));
+void expiry_sweeper::look_by(std::string queue, clock::time_point at) {
+  boost::asio::post(strand_, [self = shared_from_this(), queue = std::move(queue), at] {
+    if (self->stopped_) return;
+    self->schedule(queue, at, true);
+    if (!self->in_round_) self->arm();
+  });
+}
+
+void expiry_sweeper::schedule(const std::string& queue, clock::time_point at, bool only_earlier) {
+  auto it = due_of_.find(queue);
+  if (it != due_of_.end()) {
+    if (only_earlier && it->second <= at) return;
+    dues_.erase({it->second, queue});
+    it->second = at;
+  } else {
+    due_of_.emplace(queue, at);
+  }
+  dues_.emplace(at, queue);
+}
+
+void expiry_sweeper::unschedule(const std::string& queue) {
+  auto it = due_of_.find(queue);
+  if (it == due_of_.end()) return;
+  dues_.erase({it->second, queue});
+  due_of_.erase(it);
+}
+
+// The timer at the earliest look due; none while nothing is.
+void expiry_sweeper::arm() {
+  if (stopped_ || in_round_) return;
+  timer_.cancel();
+  if (dues_.empty()) return;
+  timer_.expires_at(dues_.begin()->first);
   timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
     auto self = weak.lock();
     if (!self || ec || self->stopped_) return;
-    auto b = self->broker_.lock();
-    if (!b) return;
-    auto queues = b->read_topology(sweepable);
-    std::erase_if(self->paces_, [&](const auto& entry) {
-      return !std::binary_search(queues.begin(), queues.end(), entry.first);
-    });
-    const auto now = std::chrono::steady_clock::now();
-    std::erase_if(queues, [&](const std::string& q) { return now < self->paces_[q].due; });
-    self->round_ = std::move(queues);
-    self->next_queue();
+    self->on_timer();
   });
+}
+
+void expiry_sweeper::on_timer() {
+  if (in_round_) return;
+  const auto now = clock::now();
+  while (!dues_.empty() && dues_.begin()->first <= now) {
+    auto [at, queue] = *dues_.begin();
+    dues_.erase(dues_.begin());
+    due_of_.erase(queue);
+    round_.push_back(std::move(queue));
+  }
+  if (round_.empty()) return arm();
+  in_round_ = true;
+  next_queue();
 }
 
 void expiry_sweeper::next_queue() {
   if (stopped_) return;
-  if (round_.empty()) return tick_soon();
+  if (round_.empty()) {
+    in_round_ = false;
+    return arm();
+  }
   auto b = broker_.lock();
   if (!b) return;
   std::string queue = std::move(round_.front());
-  round_.erase(round_.begin());
+  round_.pop_front();
   boost::asio::post(b->bus_executor(), [self = shared_from_this(), queue = std::move(queue)] {
     auto owner = self->broker_.lock();
     if (!owner) return;
@@ -81,7 +135,7 @@ void expiry_sweeper::next_queue() {
 // reader finds what expired), or when the head was delivered before (requeued).
 expiry_sweeper::head expiry_sweeper::look(broker& b, const std::string& queue) {
   auto info = b.bus().peek_queue(routing::consumer_name(queue));  // a count that lags only delays the look
-  if (!info) return {};
+  if (!info) return {false, false, std::nullopt, info.error().kind != bus::bus_errc::not_found};
   const auto expires = b.read_topology([&](const routing::topology& t) -> std::optional<std::uint64_t> {
     const auto* def = t.find_queue(queue);
     return def ? def->expires : std::nullopt;
@@ -112,13 +166,17 @@ expiry_sweeper::head expiry_sweeper::look_at_use(broker& b, const std::string& q
 }
 
 expiry_sweeper::head expiry_sweeper::look_at_head(broker& b, const std::string& queue, const bus::queue_info& info) {
-  if (info.num_waiting > 0 || info.requeued() > 0 || info.num_pending == 0) return {};
+  head again;
+  again.again = true;
+  if (info.num_waiting > 0 || info.requeued() > 0) return again;  // read elsewhere, or a requeued head
+  if (info.num_pending == 0) return {};  // nothing until the next publish
   const auto filters = b.filters_of(queue);
   if (filters.empty()) return {};
   auto next = b.bus().next_message(info.delivered_stream_seq + 1, filters);
-  if (!next || !*next) return {};
+  if (!next) return again;
+  if (!*next) return {};
   auto message = b.bus().read_message((*next)->seq);
-  if (!message) return {};
+  if (!message) return again;
   const auto rules = b.rules_for(queue, *message);
   if (!rules.routed) return {true, false, std::nullopt};  // acked unseen once taken
   const auto expiry = expiry_of(*message, rules.message_ttl);
@@ -131,21 +189,19 @@ void expiry_sweeper::looked(const std::string& queue, const head& h) {
   if (stopped_) return;
   if (h.unused) {
     if (auto b = broker_.lock()) b->delete_queue(queue);
-    paces_.erase(queue);
+    taken_.erase(queue);
     return next_queue();
   }
   if (h.expired) return take(queue);
-  auto& p = paces_[queue];
-  p.taken = 0;
-  if (h.expires_at_ms) {
-    p.idle_seconds = 1;
-    const auto wait = std::min<std::uint64_t>(*h.expires_at_ms - std::min(*h.expires_at_ms, wall_clock_ms()),
-                                              slowest_idle_seconds * 1000);
-    p.due = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait);
+  taken_.erase(queue);
+  if (h.again) {
+    auto& seconds = again_seconds_[queue];
+    seconds = seconds == 0 ? 1 : std::min(slowest_again_seconds, seconds * 2);
+    schedule(queue, clock::now() + std::chrono::seconds(seconds), true);
   } else {
-    p.due = std::chrono::steady_clock::now() + std::chrono::seconds(p.idle_seconds);
-    p.idle_seconds = std::min(slowest_idle_seconds, p.idle_seconds * 2);
+    again_seconds_.erase(queue);
   }
+  if (h.expires_at_ms) schedule(queue, steady_at(*h.expires_at_ms), true);
   next_queue();
 }
 
@@ -179,13 +235,13 @@ void expiry_sweeper::take(const std::string& queue) {
 void expiry_sweeper::taken(const std::string& queue, bool gave_up) {
   puller_.reset();
   if (stopped_) return;
-  auto& p = paces_[queue];
-  if (gave_up && ++p.taken < most_per_round) {
-    round_.insert(round_.begin(), queue);  // the next head may have expired too
+  if (gave_up && ++taken_[queue] < most_in_a_row) {
+    round_.push_front(queue);  // the next head may have expired too
   } else {
-    p.taken = 0;
-    p.idle_seconds = 1;
-    p.due = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    // Looked at again after the other queues due when it gave up heads; a second later when the
+    // pull brought none (another reader came first), so that it never spins.
+    taken_.erase(queue);
+    schedule(queue, clock::now() + (gave_up ? std::chrono::seconds(0) : std::chrono::seconds(1)), true);
   }
   next_queue();
 }

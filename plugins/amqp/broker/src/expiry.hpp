@@ -1,10 +1,18 @@
 #pragma once
 // Expiry at the head of a queue nobody consumes, and of a queue nobody uses (x-expires). A consumer finds expired messages as it reads
-// (dead_letter.hpp, passed_over), but RabbitMQ also expires the head of an idle queue, which is
-// what makes TTL plus a dead-letter exchange a delayed retry, and keeps message_count from
-// counting the expired. So each replica looks, about once a second, at the head of every queue
-// with an x-message-ttl or a dead-letter exchange whose consumer has no pull waiting (no consumer
-// anywhere is reading it): an expired head is taken with a pull of one and given up.
+// (dead_letter.hpp, passed_over), but RabbitMQ also expires the head of an idle queue, at its
+// TTL, which is what makes TTL plus a dead-letter exchange a delayed retry, and keeps
+// message_count from counting the expired. So a queue with an x-message-ttl or a dead-letter
+// exchange whose consumer has no pull waiting (no consumer anywhere is reading it) is looked at
+// when its head may expire: an expired head is taken with a pull of one and given up.
+//
+// Looks are driven by events, not by a timer per queue: a publish of this process tells the
+// sweeper when its message expires in each queue it reaches (broker::expect_expiries), and so do
+// a queue's last consumer here going and a declaration or use with x-expires; a look that finds a
+// head expiring later looks again then. A queue with nothing to expire costs nothing until the
+// next event. Each replica sweeps for its own publishes; a look finding the queue being read, or
+// its head requeued, looks again a second later, backing off to a minute. At start every such
+// queue is looked at once.
 //
 // Only a head that was never delivered is looked at: a requeued message cannot be read without
 // being delivered again, which would count against its delivery limit. It expires at the next read.
@@ -21,7 +29,9 @@
 #include <boost/asio/strand.hpp>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,18 +46,25 @@ class broker;
 class expiry_sweeper final : public std::enable_shared_from_this<expiry_sweeper> {
  public:
   using strand = boost::asio::strand<boost::asio::io_context::executor_type>;
+  using clock = std::chrono::steady_clock;
   expiry_sweeper(std::weak_ptr<broker> b, strand on);
-  void start();
-  void stop();  // idempotent; a round in progress ends at its next step
+  void start();  // every queue that may expire something is looked at once
+  void stop();   // idempotent; a round in progress ends at its next step
+  // Any thread: `queue` is looked at by `at` at the latest.
+  void look_by(std::string queue, clock::time_point at);
 
  private:
-  // What a look at a queue's head found (on the bus pool).
+  // What a look at a queue found (on the bus pool).
   struct head {
     bool expired = false;                         // the head expired (or is not the queue's): take it
     bool unused = false;                          // the queue itself expired (x-expires): delete it
     std::optional<std::uint64_t> expires_at_ms;  // the head expires then: look again at that time
+    bool again = false;  // read elsewhere, a requeued head, or a failed look: look again later
   };
-  void tick_soon();
+  void schedule(const std::string& queue, clock::time_point at, bool only_earlier);
+  void unschedule(const std::string& queue);
+  void arm();
+  void on_timer();
   void next_queue();
   head look(broker& b, const std::string& queue);
   head look_at_use(broker& b, const std::string& queue, const bus::queue_info& info, std::uint64_t expires);
@@ -60,16 +77,16 @@ class expiry_sweeper final : public std::enable_shared_from_this<expiry_sweeper>
   strand strand_;
   boost::asio::steady_timer timer_;
   bool stopped_ = false;
-  // One round at a time: the queues still to look at, and the pull of one in progress.
-  std::vector<std::string> round_;
+  // The looks to make, by time; a queue has one at most. Everything runs on the strand.
+  std::set<std::pair<clock::time_point, std::string>> dues_;
+  std::map<std::string, clock::time_point, std::less<>> due_of_;
+  // One round at a time: the queues due, and the pull of one in progress.
+  std::deque<std::string> round_;
+  bool in_round_ = false;
   std::shared_ptr<bus::puller> puller_;
   std::uint64_t pull_ = 0;  // which pull an answer belongs to; each is answered once
-  struct pace {
-    std::chrono::steady_clock::time_point due{};
-    int idle_seconds = 1;  // doubles, up to 8 s, while the queue has nothing to expire
-    int taken = 0;         // heads taken in this round
-  };
-  std::map<std::string, pace> paces_;
+  std::map<std::string, int> taken_;  // heads taken in a row, per queue
+  std::map<std::string, int> again_seconds_;  // the next "look again" delay of a queue being read
 };
 
 }  // namespace amqp::broker

@@ -386,6 +386,8 @@ task<> publish_selected(basic_state& s, publish_request p, std::string subject, 
     if (seq != 0) confirm_now(s, s.confirms.record(seq, publish_confirms::outcome::ack));
     co_return;
   }
+  chan.state().expect_expiries(m.exchange, m.routing_key, p.property_octets);
+  for (const auto& key : keys) chan.state().expect_expiries(m.exchange, key, p.property_octets);
   bool all_stored = true;
   if (!own.empty()) {
     const std::string as_published;  // stored under its own subject
@@ -462,6 +464,7 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
     if (seq != 0) confirm_now(s, s.confirms.record(seq, publish_confirms::outcome::ack));
     return;
   }
+  chan.state().expect_expiries(m.exchange, m.routing_key, p.property_octets);
   if (auto limits = limits_reached(chan.state(), m.exchange, m.routing_key); !limits.empty()) {
     auto limited = std::make_shared<limited_publish>(
         limited_publish{m, *subject, std::move(p.property_octets), std::move(p.body), seq, std::move(limits)});

@@ -113,9 +113,11 @@ void topology::put_queue(std::string_view name, queue_def def) {
   } else {
     unindex_queue(name, it->second);
     if (it->second.max_length) --length_limited_;
+    if (it->second.message_ttl || it->second.dead_letter) --timed_;
   }
   it->second = std::move(def);
   if (it->second.max_length) ++length_limited_;
+  if (it->second.message_ttl || it->second.dead_letter) ++timed_;
   index_queue(name, it->second);
 }
 
@@ -124,6 +126,7 @@ bool topology::erase_queue(std::string_view name) {
   if (it == queues_.end()) return false;
   unindex_queue(name, it->second);
   if (it->second.max_length) --length_limited_;
+  if (it->second.message_ttl || it->second.dead_letter) --timed_;
   queues_.erase(it);
   return true;
 }

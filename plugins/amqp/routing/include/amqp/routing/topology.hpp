@@ -147,6 +147,9 @@ class topology {
   const queue_map& queues() const { return queues_; }
   // Whether some queue has an x-max-length (a publish then asks which ones it reaches).
   bool has_length_limits() const { return length_limited_ > 0; }
+  // Whether some queue has an x-message-ttl or a dead-letter exchange: the queues whose head may
+  // expire while nobody reads them (a publish then tells the expiry sweeper which it reaches).
+  bool has_timed_queues() const { return timed_ > 0; }
 
   // normalize(amqp._.<queue> + the filters of every binding whose exchange exists, each
   // by that exchange's current kind). Empty when the queue does not exist.
@@ -193,6 +196,7 @@ class topology {
   std::map<std::string, exchange_def, std::less<>> exchanges_;
   queue_map queues_;
   std::size_t length_limited_ = 0;  // queues with a max_length
+  std::size_t timed_ = 0;           // queues with a message_ttl or a dead_letter
   std::map<std::string, exchange_index, std::less<>> index_;
 };
 
