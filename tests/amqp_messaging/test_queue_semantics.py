@@ -261,6 +261,30 @@ class Requeue(Base):
         self.assertEqual(seen, [(f"m{i}", False) for i in range(1, 5)] + [(f"m{i}", True) for i in range(1, 5)] +
                          [(f"m{i}", False) for i in range(5, 8)])
 
+    def test_requeues_in_any_order_come_back_in_queue_order(self):
+        """RabbitMQ puts a requeued message back at its place: nacks of m3, m2 and m1, one by one
+        and in that order, give m1, m2, m3 back, not the order the nacks came in."""
+        publish(self.ch, self.q, ["m1", "m2", "m3", "m4"])
+        gch = self.conn.channel()
+        tags = [gch.basic_get(self.q)[0].delivery_tag for _ in range(3)]
+        for tag in reversed(tags):
+            gch.basic_nack(tag, requeue=True)
+        self.assertEqual(drain_by_get(self.ch, self.q),
+                         [("m1", True), ("m2", True), ("m3", True), ("m4", False)])
+
+    def test_rejects_then_the_channels_close_requeue_in_queue_order(self):
+        """pika's channel.close() from inside a consumer's callback: the deliveries it has not
+        dispatched yet (m2, m3) are rejected one by one, then the close requeues the one the
+        callback holds (m1). The queue gives them back as m1, m2, m3."""
+        publish(self.ch, self.q, ["m1", "m2", "m3"])
+        cch = self.conn.channel()
+        _, got = take(self.conn, cch, self.q, 3, prefetch=3)
+        self.assertEqual([b for _, b in got], ["m1", "m2", "m3"])
+        cch.basic_reject(got[1][0].delivery_tag, requeue=True)
+        cch.basic_reject(got[2][0].delivery_tag, requeue=True)
+        cch.close()
+        self.assertEqual(drain_by_get(self.ch, self.q), [("m1", True), ("m2", True), ("m3", True)])
+
     def test_recover_requeues_in_queue_order(self):
         publish(self.ch, self.q, [f"r{i}" for i in range(1, 5)])
         cch = self.conn.channel()

@@ -263,7 +263,7 @@ class client_impl final : public client {
   void drain_finished(const puller_impl& p);
   // A delivery reached this client: it is held until settled (queue_info::held_here), and
   // reported in progress meanwhile.
-  void note_held(std::string_view queue, std::string reply);
+  void note_held(std::string_view queue, std::string reply, std::uint64_t seq);
   void forget_puller(const puller_impl* p);
   void release_msg(msg_ptr msg) { released_.release(std::move(msg)); }
 
@@ -322,6 +322,7 @@ class client_impl final : public client {
   void route_inbox(natsMsg* msg);
   void complete_direct(std::uint64_t id, bool received);
   void nak_answered(std::uint64_t id);
+  void release_ordered(const std::string& queue);
   void send_nak(std::uint64_t id, const std::string& reply);
   void arm_sweep();
   void sweep();

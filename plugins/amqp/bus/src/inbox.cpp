@@ -73,8 +73,14 @@ void client_impl::settle(const std::string& reply, const char* verb) {
   unhold(reply);
 }
 
-void client_impl::ack(const std::string& reply) { settle(reply, "+ACK"); }
-void client_impl::term(const std::string& reply) { settle(reply, "+TERM"); }
+void client_impl::ack(const std::string& reply) {
+  settle(reply, "+ACK");
+  release_ordered(std::string{consumer_of(reply)});
+}
+void client_impl::term(const std::string& reply) {
+  settle(reply, "+TERM");
+  release_ordered(std::string{consumer_of(reply)});
+}
 
 // nats-server takes a consumer's acknowledgements in order, from a queue of their own: an
 // answered request on the consumer's ack subject proves every settlement sent before it was
@@ -100,16 +106,31 @@ bus_status client_impl::sync_settlements(const std::string& queue, const std::st
 void client_impl::nak(const std::string& reply) {
   if (closed_ || reply.rfind("$JS.ACK.", 0) != 0) return;
   const std::string queue{consumer_of(reply)};
-  if (queue.empty() || inbox_.empty()) return settle(reply, "-NAK");  // nothing to hold a pull for
-  const std::uint64_t id = next_id_++;
-  bool send_now = true;
+  delivery fields;
+  if (queue.empty() || inbox_.empty() || !parse_ack_subject(reply, fields))
+    return settle(reply, "-NAK");  // nothing to hold a pull for
+  unhold(reply, /*sent=*/false);
   {
     std::lock_guard lock{mutex_};
-    send_now = requeue_.nak_made(id, queue, reply, std::chrono::steady_clock::now());
+    requeue_.order(queue, fields.stream_seq, reply, std::chrono::steady_clock::now());
     arm_sweep();
   }
-  unhold(reply, /*sent=*/false);
-  if (send_now) send_nak(id, reply);
+  release_ordered(queue);
+}
+
+// The queue's NAKs that no delivery held here precedes any more go, in stream order.
+void client_impl::release_ordered(const std::string& queue) {
+  if (!requeue_.any_ordered(queue)) return;
+  std::vector<std::pair<std::uint64_t, std::string>> now;  // NAK id, ack subject
+  {
+    std::lock_guard lock{mutex_};
+    for (auto& reply : requeue_.ordered(queue, held_.lowest(queue))) {
+      const std::uint64_t id = next_id_++;
+      if (requeue_.nak_made(id, queue, reply, std::chrono::steady_clock::now())) now.emplace_back(id, std::move(reply));
+    }
+    arm_sweep();
+  }
+  for (const auto& [id, reply] : now) send_nak(id, reply);
 }
 
 void client_impl::send_nak(std::uint64_t id, const std::string& reply) {

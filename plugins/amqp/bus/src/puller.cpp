@@ -191,7 +191,7 @@ void puller_impl::on_msg(natsConnection*, natsSubscription*, natsMsg* raw, void*
   const auto* box = static_cast<std::shared_ptr<inbox_box>*>(closure)->get();
   auto owner = box->owner.lock();
   arrival a = read_arrival(msg.get());
-  if (a.message && owner) owner->note_held(box->queue, a.message->reply);
+  if (a.message && owner) owner->note_held(box->queue, a.message->reply, a.message->stream_seq);
   if (auto p = box->puller.lock()) {
     const auto ex = p->ex_;
     boost::asio::post(ex, [p = std::move(p), generation = box->generation, a = std::move(a)]() mutable {
@@ -441,8 +441,8 @@ bool client_impl::publish_pull(const std::string& queue, const std::string& repl
                                        static_cast<int>(body.size())) == NATS_OK;
 }
 
-void client_impl::note_held(std::string_view queue, std::string reply) {
-  held_.add(queue, std::move(reply));
+void client_impl::note_held(std::string_view queue, std::string reply, std::uint64_t seq) {
+  held_.add(queue, std::move(reply), seq);
 }
 
 std::uint64_t client_impl::held(const std::string& queue) const {

@@ -19,7 +19,7 @@ bool reported(const std::vector<std::string>& due, const std::string& reply) {
 
 TEST_CASE("held_deliveries: a delivery is reported within two periods of arriving, then every period, until settled") {
   held_deliveries held;
-  held.add("q", "r1");
+  held.add("q", "r1", 1);
   CHECK_FALSE(reported(held.due(), "r1"));  // arrived in this period
   CHECK(reported(held.due(), "r1"));
   CHECK(reported(held.due(), "r1"));
@@ -29,8 +29,8 @@ TEST_CASE("held_deliveries: a delivery is reported within two periods of arrivin
 
 TEST_CASE("held_deliveries: a NAK on its way stops the count at once and the reports once it is sent") {
   held_deliveries held;
-  held.add("q", "r1");
-  held.add("q", "r2");
+  held.add("q", "r1", 1);
+  held.add("q", "r2", 2);
   CHECK(held.count("q") == 2);
   held.due();
   held.settled("q", "r1", /*sent=*/false);
@@ -48,8 +48,8 @@ TEST_CASE("held_deliveries: a queue is synced once per settlement run, with its 
   std::uint64_t held_then = 99;
   CHECK_FALSE(held.take_unsynced("q", &held_then));  // nothing settled: no sync
   CHECK(held_then == 0);
-  held.add("q", "r1");
-  held.add("q", "r2");
+  held.add("q", "r1", 1);
+  held.add("q", "r2", 2);
   held.settled("q", "r1", true);
   CHECK(held.take_unsynced("q", &held_then));
   CHECK(held_then == 1);
@@ -66,7 +66,7 @@ TEST_CASE("held_deliveries: adds and settlements from several threads keep the c
     threads.emplace_back([&, t] {
       for (int i = 0; i < per_thread; ++i) {
         const std::string reply = std::to_string(t) + "." + std::to_string(i);
-        held.add("q", reply);
+        held.add("q", reply, static_cast<std::uint64_t>(t * per_thread + i + 1));
         if (i % 2 == 0) held.settled("q", reply, true);
       }
     });
@@ -76,4 +76,19 @@ TEST_CASE("held_deliveries: adds and settlements from several threads keep the c
   for (auto& th : threads) th.join();
   reporter.join();
   CHECK(held.count("q") == 4 * per_thread / 2);
+  CHECK(held.lowest("q") == 2);  // the first odd delivery of thread 0
+}
+
+TEST_CASE("held_deliveries: the lowest sequence held of a queue follows what is settled") {
+  held_deliveries held;
+  CHECK_FALSE(held.lowest("q"));
+  held.add("q", "r3", 3);
+  held.add("q", "r1", 1);
+  held.add("other", "o1", 0);
+  CHECK(held.lowest("q") == 1);
+  held.settled("q", "r1", /*sent=*/false);  // a NAK on its way: no longer held
+  CHECK(held.lowest("q") == 3);
+  held.settled("q", "r3", true);
+  CHECK_FALSE(held.lowest("q"));
+  CHECK(held.lowest("other") == 0);
 }
