@@ -92,20 +92,12 @@ def same_name_two_tenants(test, root, prod):
         ch.queue_delete("orders")
 
 
-class AuthenticationByTheBus(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.nats = cloudtest.NatsServer(config=CONFIG).__enter__()
-        try:
-            cls.cloud = cloudtest.Cloud(env=bus_env(cls.nats, "bus")).__enter__()
-        except BaseException:
-            cls.nats.__exit__(None, None, None)
-            raise
+class AuthenticationByTheBus(cloudtest.CloudOnItsNats):
+    NATS_CONFIG = CONFIG
 
     @classmethod
-    def tearDownClass(cls):
-        cls.cloud.__exit__(None, None, None)
-        cls.nats.__exit__(None, None, None)
+    def cloud_env(cls, nats):
+        return bus_env(nats, "bus")
 
     def refused_login(self, user, password):
         with self.assertRaises(pika.exceptions.ProbableAuthenticationError) as raised:

@@ -327,6 +327,30 @@ class OneCloudTest(unittest.TestCase):
         cls.cloud.__exit__(None, None, None)
 
 
+class CloudOnItsNats(unittest.TestCase):
+    """A test case whose class shares one NatsServer of NATS_CONFIG (its accounts) and one Cloud
+    on it, whose environment is cloud_env(nats)."""
+    NATS_CONFIG = ""
+
+    @classmethod
+    def cloud_env(cls, nats):
+        raise NotImplementedError
+
+    @classmethod
+    def setUpClass(cls):
+        cls.nats = NatsServer(config=cls.NATS_CONFIG).__enter__()
+        try:
+            cls.cloud = Cloud(env=cls.cloud_env(cls.nats)).__enter__()
+        except BaseException:
+            cls.nats.__exit__(None, None, None)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cloud.__exit__(None, None, None)
+        cls.nats.__exit__(None, None, None)
+
+
 def stop_process(proc):
     """TERM a process this harness started, KILL it after 10 s; reaped either way."""
     if proc.poll() is None:

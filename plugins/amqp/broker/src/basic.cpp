@@ -330,7 +330,8 @@ task<> start_consumer(basic_state& s, wire::basic_consume m, std::string queue, 
   if (!there) co_return;
   if (s.uses_tag(tag)) co_return reuse_of_tag(chan, tag);  // a pipelined consume with the same tag won meanwhile
   std::string sentence;
-  if (!chan.state().add_consumer(queue, chan.shared_from_this(), tag, m.exclusive, sentence)) {
+  if (!chan.state().add_consumer(queue, chan.shared_from_this(), tag, m.exclusive, sentence, !m.no_ack,
+                                 s.prefetch_count)) {
     co_return chan.fail(wire::reply_code::access_refused, sentence, during,
                         "consume without the exclusive flag, or once the queue's other consumers are cancelled");
   }

@@ -324,7 +324,8 @@ std::string broker::locked_text(const std::string& queue) const {
 // ---- live consumers
 
 bool broker::add_consumer(const std::string& queue, const std::shared_ptr<channel_context>& channel,
-                          const std::string& consumer_tag, bool exclusive, std::string& refusal) {
+                          const std::string& consumer_tag, bool exclusive, std::string& refusal, bool ack_required,
+                          std::uint16_t prefetch) {
   std::lock_guard lock(owners_mutex_);
   auto& refs = consumers_[queue];
   if (std::any_of(refs.begin(), refs.end(), [](const consumer_ref& r) { return r.exclusive; })) {
@@ -335,8 +336,22 @@ bool broker::add_consumer(const std::string& queue, const std::shared_ptr<channe
     refusal = "queue '" + queue + "'" + in_vhost() + " in exclusive use";  // RabbitMQ's text for both
     return false;
   }
-  refs.push_back(consumer_ref{channel, channel.get(), consumer_tag, exclusive});
+  refs.push_back(consumer_ref{channel, channel.get(), consumer_tag, exclusive, ack_required, prefetch});
   return true;
+}
+
+std::vector<consumer_view> broker::consumers() const {
+  std::vector<consumer_view> out;
+  std::lock_guard lock(owners_mutex_);
+  for (const auto& [queue, refs] : consumers_) {
+    for (const auto& r : refs) {
+      auto channel = r.channel.lock();
+      if (!channel) continue;
+      out.push_back(consumer_view{queue, r.tag, channel->connection_id(), channel->id(), r.exclusive, r.ack_required,
+                                  r.prefetch});
+    }
+  }
+  return out;
 }
 
 bool broker::first_in_line(const std::string& queue, const channel_context& channel,
@@ -499,6 +514,16 @@ void broker::delete_queue(const std::string& queue) {
   });
 }
 
+void broker::count_refusal(wire::reply_code code) {
+  std::lock_guard lock(owners_mutex_);
+  ++refusals_[static_cast<int>(code)];
+}
+
+std::map<int, std::uint64_t> broker::refusals() const {
+  std::lock_guard lock(owners_mutex_);
+  return refusals_;
+}
+
 void broker::deletion_started(const std::string& queue) {
   std::lock_guard lock(owners_mutex_);
   ++deletions_[queue].under_way;
@@ -543,6 +568,16 @@ std::shared_ptr<broker> make_broker(boost::asio::io_context& io, std::shared_ptr
 }
 
 const settings& settings_of(const broker& b) { return b.config(); }
+
+routing::topology topology_of(const broker& b) {
+  return b.read_topology([](const routing::topology& t) { return t; });
+}
+
+std::vector<consumer_view> consumers_of(const broker& b) { return b.consumers(); }
+
+std::shared_ptr<bus::client> bus_of(const broker& b) { return b.bus_ptr(); }
+
+std::map<int, std::uint64_t> refusals_of(const broker& b) { return b.refusals(); }
 
 
 void stop_broker(broker& b) { b.stop(); }

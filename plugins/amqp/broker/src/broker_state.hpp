@@ -93,7 +93,10 @@ class broker : public std::enable_shared_from_this<broker> {
   // consumers are per process like exclusive queues, HIP-1326, "Two facts a single process
   // cannot answer for the fleet"). False with the 403 sentence when the consumer may not start.
   bool add_consumer(const std::string& queue, const std::shared_ptr<channel_context>& channel,
-                    const std::string& consumer_tag, bool exclusive, std::string& refusal);
+                    const std::string& consumer_tag, bool exclusive, std::string& refusal, bool ack_required = true,
+                    std::uint16_t prefetch = 0);
+  // Every consumer of this process (the management API's list).
+  std::vector<consumer_view> consumers() const;
   // Removes one consumer (unknown: no-op). When it was the queue's last one in this process
   // and the queue is auto-delete, the queue is deleted (counted per process: HIP-1326, "Two
   // facts a single process cannot answer for the fleet").
@@ -166,6 +169,9 @@ class broker : public std::enable_shared_from_this<broker> {
   void warn(std::string_view text) const;
   // Reports what an operator may want to know (settings.log_info; nowhere without it).
   void note(std::string_view text) const;
+  // A channel or connection exception this vhost raised, by reply code (an operator's metric).
+  void count_refusal(wire::reply_code code);
+  std::map<int, std::uint64_t> refusals() const;
 
  private:
   struct consumer_ref {
@@ -173,6 +179,8 @@ class broker : public std::enable_shared_from_this<broker> {
     const channel_context* key = nullptr;  // identity only
     std::string tag;
     bool exclusive = false;
+    bool ack_required = true;
+    std::uint16_t prefetch = 0;
   };
   void on_watch_change(const std::string& key, const std::optional<std::string>& value,
                        std::uint64_t revision, bool replay);
@@ -230,6 +238,7 @@ class broker : public std::enable_shared_from_this<broker> {
     std::vector<std::function<void()>> waiting;
   };
   std::map<std::string, deletion> deletions_;  // queues whose deletion has not reached the bus
+  std::map<int, std::uint64_t> refusals_;        // by reply code
   bool stopped_ = false;
 
 };

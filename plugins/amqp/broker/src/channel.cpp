@@ -179,6 +179,7 @@ void channel_context::fail(wire::reply_code code, std::string_view sentence, wir
                            std::string_view remedy) {
   if (!is_open()) return;
   log_remedy(code, sentence, offending, remedy);
+  broker_->count_refusal(code);
   enter(channel_phase::failed);  // nothing more goes out on this channel but the session's channel.close
   port_.close_channel(id_, code, std::string(sentence), offending);
 }
@@ -187,6 +188,7 @@ void channel_context::fail_connection(wire::reply_code code, std::string_view se
                                       wire::method_key offending, std::string_view remedy) {
   if (!is_open()) return;
   log_remedy(code, sentence, offending, remedy);
+  broker_->count_refusal(code);
   enter(channel_phase::failed);
   port_.close_connection(code, std::string(sentence), offending);
 }

@@ -358,6 +358,12 @@ bus::bus_result<bus::queue_info> fake_bus::queue_info(const std::string& queue) 
 
 bus::bus_result<bus::queue_info> fake_bus::peek_queue(const std::string& queue) { return queue_info(queue); }
 
+bus::bus_result<std::map<std::string, bus::queue_info>> fake_bus::peek_all_queues() {
+  std::map<std::string, bus::queue_info> all;
+  for (const auto& [name, c] : consumers_) all.emplace(name, *queue_info(name));
+  return all;
+}
+
 bus::bus_status fake_bus::purge_subject(const std::string& subject) {
   for (auto& m : stream_)
     if (m.subject == subject) m.purged = true;

@@ -205,6 +205,7 @@ class client_impl final : public client {
   bus_result<std::vector<std::string>> queues_with_other_ack_wait() override;
   bus_result<bus::queue_info> queue_info(const std::string& queue) override;
   bus_result<bus::queue_info> peek_queue(const std::string& queue) override;
+  bus_result<std::map<std::string, bus::queue_info>> peek_all_queues() override;
   bool publishes_uncounted() const override { return counts_ && counts_->behind(); }
   bus_status count_publishes() override { return catch_up_with_publishes("a pull"); }
   bus_status purge_subject(const std::string& subject) override;
@@ -218,6 +219,7 @@ class client_impl final : public client {
   void publish(std::string subject, std::string amqp_props_b64, std::string body, std::string routed_as,
                boost::asio::any_io_executor ex, std::function<void(bus_status)> done) override;
   std::size_t publish_backlog() const override;
+  std::uint64_t requests_made() const override { return requests_; }
 
   std::shared_ptr<puller> make_puller(const std::string& queue, boost::asio::any_io_executor ex,
                                       puller_callbacks callbacks, queue_sharing sharing) override;
@@ -270,6 +272,7 @@ class client_impl final : public client {
  private:
   // CONSUMER.INFO of a queue, as queue_info reports it.
   bus_result<bus::queue_info> counts_of(const std::string& queue, const std::string& step);
+  bus::queue_info queue_info_of(const json& info) const;
   struct pending_direct {  // a direct publish waiting to hear whether anyone received it
     boost::asio::any_io_executor ex;
     std::function<void(bool)> done;
@@ -370,6 +373,7 @@ class client_impl final : public client {
 
   bool retry_publishes_ = false;  // replicas_ > 1: a stream leader may fail over (client_options)
   std::atomic<std::uint64_t> next_id_{1};
+  std::atomic<std::uint64_t> requests_{0};  // JetStream API and bucket requests made
   std::atomic<bool> closed_{false};
   // Last: stopped and joined first, before anything it uses goes (close() stops it earlier).
   std::jthread progress_thread_;

@@ -277,6 +277,7 @@ bus_error client_impl::consumer_limit(std::string_view step) const {
 
 natsStatus client_impl::request_through_elections(const std::string& subject,
                                                   const std::function<natsStatus(int timeout_ms)>& attempt) {
+  ++requests_;
   constexpr auto pause = std::chrono::milliseconds{100};
   const auto started = std::chrono::steady_clock::now();
   const auto deadline = started + options_.request_timeout;

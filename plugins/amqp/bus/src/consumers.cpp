@@ -180,16 +180,31 @@ bus_result<bus::queue_info> client_impl::peek_queue(const std::string& queue) {
 bus_result<bus::queue_info> client_impl::counts_of(const std::string& queue, const std::string& step) {
   auto info = api(step, std::string{"CONSUMER.INFO."} + stream_name + "." + queue, nullptr);
   if (!info) return info.error();
+  return queue_info_of(*info);
+}
+
+// A consumer's info (CONSUMER.INFO, or one of CONSUMER.LIST's) as queue_info reports it.
+bus::queue_info client_impl::queue_info_of(const json& info) const {
   bus::queue_info out;
-  out.num_pending = info->value("num_pending", std::uint64_t{0});
-  out.num_ack_pending = info->value("num_ack_pending", std::uint64_t{0});
-  out.num_waiting = info->value("num_waiting", std::uint64_t{0});
-  out.delivered_consumer_seq = seq_of(*info, "delivered", "consumer_seq");
-  out.delivered_stream_seq = seq_of(*info, "delivered", "stream_seq");
-  out.ack_floor_stream_seq = seq_of(*info, "ack_floor", "stream_seq");
-  out.last_active_ms = std::max({epoch_ms(info->value("created", std::string{})), last_active_of(*info, "delivered"),
-                                 last_active_of(*info, "ack_floor")});
-  out.held_here = held(queue);
+  out.num_pending = info.value("num_pending", std::uint64_t{0});
+  out.num_ack_pending = info.value("num_ack_pending", std::uint64_t{0});
+  out.num_waiting = info.value("num_waiting", std::uint64_t{0});
+  out.delivered_consumer_seq = seq_of(info, "delivered", "consumer_seq");
+  out.delivered_stream_seq = seq_of(info, "delivered", "stream_seq");
+  out.ack_floor_stream_seq = seq_of(info, "ack_floor", "stream_seq");
+  out.last_active_ms = std::max({epoch_ms(info.value("created", std::string{})), last_active_of(info, "delivered"),
+                                 last_active_of(info, "ack_floor")});
+  out.held_here = held(info.value("name", std::string{}));
+  return out;
+}
+
+bus_result<std::map<std::string, bus::queue_info>> client_impl::peek_all_queues() {
+  std::map<std::string, bus::queue_info> out;
+  auto listed = for_each_consumer("list the queues' consumers", [&](const json& info) {
+    out.emplace(info.value("name", std::string{}), queue_info_of(info));
+    return bus_ok();
+  });
+  if (!listed) return listed.error();
   return out;
 }
 

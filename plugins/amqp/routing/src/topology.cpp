@@ -146,6 +146,12 @@ std::optional<overflow_mode> parse_overflow(std::string_view text) {
   return std::nullopt;
 }
 
+std::map<std::string, exchange_def, std::less<>> topology::exchanges() const {
+  auto all = exchanges_;
+  all.insert(standard_exchanges().begin(), standard_exchanges().end());
+  return all;
+}
+
 const exchange_def* topology::find_exchange(std::string_view name) const {
   const auto& standard = standard_exchanges();
   if (auto it = standard.find(name); it != standard.end()) return &it->second;

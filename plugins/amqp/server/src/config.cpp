@@ -149,6 +149,18 @@ refusal_text read_access(const env_lookup& env, server_config& config) {
   return std::nullopt;
 }
 
+refusal_text read_management(const env_lookup& env, server_config& config) {
+  for (auto [variable, field] : {std::pair{"CLOUD_AMQP_MANAGEMENT_PORT", &config.management_port},
+                                 std::pair{"CLOUD_AMQP_PROMETHEUS_PORT", &config.prometheus_port}}) {
+    auto text = env(variable);
+    if (!text) continue;
+    auto value = parse_unsigned(*text, 0, 65535);
+    if (!value) return refusal(variable, *text, "a port number from 0 to 65535 (0: any free port), or unset for none");
+    *field = static_cast<std::uint16_t>(*value);
+  }
+  return std::nullopt;
+}
+
 // Secure by default: a listener others can reach asks who connects.
 refusal_text secure_by_default(server_config& config) {
   boost::system::error_code ec;
@@ -158,6 +170,10 @@ refusal_text secure_by_default(server_config& config) {
       return "CLOUD_AMQP_HOST='" + config.host + "' is reachable from other machines and CLOUD_AMQP_AUTH='none' lets "
              "anyone connect: set CLOUD_AMQP_AUTH=bus (the bus checks each user), require client certificates "
              "(CLOUD_AMQPS_CA: then only the amqps listener opens), or bind a loopback address";
+    if (config.management_port || config.prometheus_port)
+      return "CLOUD_AMQP_MANAGEMENT_PORT and CLOUD_AMQP_PROMETHEUS_PORT listen on CLOUD_AMQP_HOST='" + config.host +
+             "', reachable from other machines, and under CLOUD_AMQP_AUTH='none' they would ask nobody who reads "
+             "them: set CLOUD_AMQP_AUTH=bus, or bind a loopback address";
     config.plain_listener = false;
   }
   return std::nullopt;
@@ -167,7 +183,7 @@ refusal_text secure_by_default(server_config& config) {
 
 config_result read_config(const env_lookup& env) {
   server_config config;
-  for (auto read : {read_listener, read_bus, read_tls, read_access})
+  for (auto read : {read_listener, read_bus, read_tls, read_access, read_management})
     if (auto refused = read(env, config)) return *refused;
   if (auto refused = secure_by_default(config)) return *refused;
   return config;

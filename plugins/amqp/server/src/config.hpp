@@ -58,6 +58,10 @@ struct server_config {
     std::string password;
   };
   std::vector<vhost_account> vhosts;
+  // CLOUD_AMQP_MANAGEMENT_PORT and CLOUD_AMQP_PROMETHEUS_PORT (0..65535, 0: any free port): RabbitMQ's
+  // management HTTP API and Prometheus metrics on CLOUD_AMQP_HOST; unset: none.
+  std::optional<std::uint16_t> management_port;
+  std::optional<std::uint16_t> prometheus_port;
   // CLOUD_AMQP_NAMES (hip | escaped): which exchange and queue names clients may use.
   routing::name_rules names = routing::name_rules::hip;
 };

@@ -53,6 +53,11 @@ void session::on_start_ok(const wire::connection_start_ok& m) {
     return;
   }
   if (m.mechanism == "EXTERNAL") user_ = certificate_user_;
+  update_summary([&](session_summary& s) {
+    for (auto [key, field] : {std::pair{"product", &s.client_product}, std::pair{"version", &s.client_version}})
+      if (const auto* v = wire::find(m.client_properties, key))
+        if (const auto* text = std::get_if<std::string>(&v->value)) *field = *text;
+  });
   if (!options_.identities) {  // CLOUD_AMQP_AUTH=none: the response is neither read nor logged
     send_method(0, make_connection_tune(settings_));
     enter(phase::tune_ok);
@@ -149,6 +154,11 @@ void session::on_tune_ok(const wire::connection_tune_ok& m) {
   channel_max_ = t.channel_max;
   frame_max_ = t.frame_max;
   heartbeat_seconds_ = t.heartbeat_seconds;
+  update_summary([&](session_summary& s) {
+    s.channel_max = channel_max_;
+    s.frame_max = frame_max_;
+    s.heartbeat = heartbeat_seconds_;
+  });
   enter(phase::open);
 }
 
@@ -186,6 +196,10 @@ void session::on_open(const wire::connection_open& m) {
 
 void session::opened(const vhost& v) {
   vhost_ = &v;
+  update_summary([&](session_summary& s) {
+    s.vhost = v.name;
+    s.user = user_.empty() && !options_.identities ? "guest" : user_;
+  });
   broker_ = v.broker;
   send_method(0, wire::connection_open_ok{});
   enter(phase::running);

@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <mutex>
+#include <tuple>
 
 #include "amqp/broker/broker.hpp"
 #include "amqp/bus/client.hpp"
+#include "amqp/management/service.hpp"
 #include "bus_version.hpp"
 #include "config.hpp"
 #include "plugin_api/export.hpp"
@@ -38,6 +41,35 @@ std::string node_name(const host_services& host) {
   auto data_dir = host.config("CLOUD_DATA_DIR");
   if (!data_dir || data_dir->empty()) return {};
   return std::string(name.data()) + ":" + *data_dir;
+}
+
+// "host:port" → its parts (the host may be IPv6, so the last colon splits).
+std::pair<std::string, std::uint16_t> split_endpoint(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) return {text, 0};
+  std::uint16_t port = 0;
+  for (char c : text.substr(colon + 1)) port = static_cast<std::uint16_t>(port * 10 + (c - '0'));
+  return {text.substr(0, colon), port};
+}
+
+management::connection_view view_of(const session_summary& s) {
+  management::connection_view v;
+  v.id = s.id;
+  v.name = s.peer + " -> " + s.local;
+  v.vhost = s.vhost;
+  v.user = s.user;
+  std::tie(v.peer_host, v.peer_port) = split_endpoint(s.peer);
+  std::tie(v.host, v.port) = split_endpoint(s.local);
+  v.channels = s.channels;
+  v.channel_max = s.channel_max;
+  v.frame_max = s.frame_max;
+  v.heartbeat = s.heartbeat;
+  v.tls = s.tls;
+  v.state = s.running ? "running" : "starting";
+  v.connected_at = s.connected_at_ms;
+  v.client_product = s.client_product;
+  v.client_version = s.client_version;
+  return v;
 }
 
 }  // namespace
@@ -98,7 +130,8 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
       session.identities = identities_;
     }
     server_->serve(std::make_shared<const vhost_map>(vhosts_), session);
-    return listen(host, cfg, tls);
+    if (auto listening = listen(host, cfg, tls); !listening) return listening;
+    return serve_management(host, cfg);
   }
 
   // The default vhost's bus client, on the server pubsub published, once its version and its
@@ -214,12 +247,88 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
     return status::ok();
   }
 
+  // The management API and Prometheus metrics, when their ports are set: after the AMQP listeners,
+  // so that a tool that finds the API finds the broker ready.
+  status serve_management(host_services& host, const server_config& cfg) {
+    if (!cfg.management_port && !cfg.prometheus_port) return status::ok();
+    management::sources src;
+    for (const auto& [name, v] : vhosts_) src.vhosts.push_back({name, v.broker});
+    std::array<char, 256> hostname{};
+    ::gethostname(hostname.data(), hostname.size() - 1);
+    src.node = std::string("cloud@") + hostname.data();
+    src.product_version = CLOUD_VERSION;
+    if (cfg.plain_listener) src.listeners.push_back({"amqp", cfg.host, server_->endpoint().port()});
+    if (cfg.tls()) src.listeners.push_back({"amqp/ssl", cfg.host, server_->tls_endpoint().port()});
+    src.connections = [s = server_.get()] {
+      std::vector<management::connection_view> out;
+      for (const auto& summary : s->summaries())
+        if (!summary.vhost.empty()) out.push_back(view_of(summary));
+      return out;
+    };
+    src.sign_in = sign_in_for_management(cfg);
+    src.log = [&host](const std::string& m) { host.log(log_level::warning, m); };
+    management_ = std::make_unique<management::service>(server_->io(), std::move(src));
+    if (cfg.management_port) {
+      if (auto refusal = management_->listen_api(cfg.host, *cfg.management_port)) return failed("management", *refusal);
+      host.publish("management_port", std::to_string(management_->api_port()));
+      host.log(log_level::info, "management API listening on " + cfg.host + ":" + std::to_string(management_->api_port()));
+    }
+    if (cfg.prometheus_port) {
+      if (auto refusal = management_->listen_metrics(cfg.host, *cfg.prometheus_port)) return failed("prometheus", *refusal);
+      host.publish("prometheus_port", std::to_string(management_->metrics_port()));
+      host.log(log_level::info, "prometheus metrics on " + cfg.host + ":" + std::to_string(management_->metrics_port()) +
+                                    "/metrics");
+    }
+    return status::ok();
+  }
+
+  // Who may use the API: under CLOUD_AMQP_AUTH=bus the users the bus signs in, in the vhosts their
+  // accounts join, as over AMQP; under none (loopback only) whoever asks, in every vhost.
+  decltype(management::sources::sign_in) sign_in_for_management(const server_config& cfg) {
+    auto vhosts = std::make_shared<const vhost_map>(vhosts_);
+    if (!identities_) {
+      return [vhosts](const std::string& user, const std::string&) -> std::optional<management::principal> {
+        return management::principal{user, [vhosts](const std::string& name) -> std::shared_ptr<bus::client> {
+                                       const auto* v = find_vhost(*vhosts, name);
+                                       return v ? v->bus : nullptr;
+                                     }};
+      };
+    }
+    const auto timeout = cfg.handshake_timeout;
+    return [vhosts, ids = std::weak_ptr<identities>(identities_), timeout](
+               const std::string& user, const std::string& password) -> std::optional<management::principal> {
+      auto signing = ids.lock();
+      if (!signing) return std::nullopt;
+      auto client = signing->sign_in(bus::credentials{user, password}, clock::now() + timeout);
+      if (!client) return std::nullopt;
+      // What the bus said of each vhost, for as long as the principal lives (the service signs in
+      // again each minute): a join is a round trip, and a tool lists every vhost's objects.
+      auto joined = std::make_shared<std::pair<std::mutex, std::map<std::string, bool>>>();
+      return management::principal{
+          user, [vhosts, client = *client, joined](const std::string& name) -> std::shared_ptr<bus::client> {
+            const auto* v = find_vhost(*vhosts, name);
+            if (!v) return nullptr;
+            {
+              std::lock_guard lock{joined->first};
+              if (auto it = joined->second.find(name); it != joined->second.end()) return it->second ? client : nullptr;
+            }
+            const auto answer = client->join(*v->bus);
+            if (!answer && answer.error().kind != bus::bus_errc::denied) return nullptr;  // asked again next time
+            std::lock_guard lock{joined->first};
+            joined->second[name] = static_cast<bool>(answer);
+            return answer ? client : nullptr;
+          }};
+    };
+  }
+
   // Releases in the order that keeps every promise: connections end (their channels requeue
   // what was outstanding), the broker drops this node's transient topology, the io threads
   // stop, and only then does the bus go.
   void release(clock::time_point deadline) {
     const auto now = clock::now();
     const auto budget = std::max(deadline - now, clock::duration::zero());
+    if (management_) management_->stop(now + budget / 4);
+    management_.reset();  // its hold on the brokers and the users' clients goes first
     if (server_) server_->close_connections(now + budget / 2);
     for (auto& [name, v] : vhosts_) {
       if (!v.broker) continue;
@@ -250,6 +359,7 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
   vhost_map vhosts_;  // "/" (bus_'s) and CLOUD_AMQP_VHOSTS
   std::shared_ptr<identities> identities_;  // CLOUD_AMQP_AUTH=bus
   std::unique_ptr<server> server_;
+  std::unique_ptr<management::service> management_;  // CLOUD_AMQP_MANAGEMENT_PORT, CLOUD_AMQP_PROMETHEUS_PORT
 };
 
 }  // namespace amqp::server

@@ -64,6 +64,12 @@ std::optional<std::string> server::listen_tls(const std::string& host, std::uint
 
 net::io_context& server::next_loop() { return *loops_[next_loop_++ % loops_.size()]; }
 
+std::vector<session_summary> server::summaries() const {
+  std::vector<session_summary> out;
+  for (const auto& s : registry_->live()) out.push_back(s->summary());
+  return out;
+}
+
 tcp::endpoint server::endpoint() const { return listener_ ? listener_->endpoint() : tcp::endpoint{}; }
 tcp::endpoint server::tls_endpoint() const { return tls_listener_ ? tls_listener_->endpoint() : tcp::endpoint{}; }
 

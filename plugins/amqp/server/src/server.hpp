@@ -49,6 +49,8 @@ class server {
   tcp::endpoint endpoint() const;
   tcp::endpoint tls_endpoint() const;
   std::size_t connections() const { return registry_->size(); }
+  // What every live connection is, for an operator; any thread.
+  std::vector<session_summary> summaries() const;
 
   // Stops accepting and ends every connection by `deadline` (channels are closed either way).
   void close_connections(clock::time_point deadline);

@@ -37,6 +37,14 @@ session::session(connection_stream stream, std::uint64_t id, std::shared_ptr<con
   error_code ec;
   auto peer = stream_.socket().remote_endpoint(ec);
   peer_ = ec ? std::string("unknown peer") : peer.address().to_string() + ":" + std::to_string(peer.port());
+  auto local = stream_.socket().local_endpoint(ec);
+  summary_.id = id_;
+  summary_.peer = peer_;
+  summary_.local = ec ? std::string("unknown") : local.address().to_string() + ":" + std::to_string(local.port());
+  summary_.tls = stream_.tls();
+  summary_.connected_at_ms = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                            std::chrono::system_clock::now().time_since_epoch())
+                                                            .count());
   const auto now = clock::now();
   handshake_deadline_ = now + settings_.handshake_timeout;
   last_read_ = now;
@@ -44,6 +52,15 @@ session::session(connection_stream stream, std::uint64_t id, std::shared_ptr<con
 }
 
 session::~session() { registry_->remove(id_); }
+
+void session::count_channels() {
+  update_summary([&](session_summary& s) { s.channels = static_cast<std::uint16_t>(channels_.size()); });
+}
+
+session_summary session::summary() const {
+  std::lock_guard lock{summary_mutex_};
+  return summary_;
+}
 
 void session::start() {
   spawn(reader(shared_from_this()), "reader");
@@ -235,12 +252,14 @@ void session::handle_closing_channel(std::uint16_t id, channel_slot& slot, const
   if (!decoded) return;
   if (holds<wire::channel_close_ok>(*decoded)) {
     channels_.erase(id);
+    count_channels();
   } else if (holds<wire::channel_close>(*decoded)) {
     send_method(id, wire::channel_close_ok{});
     slot.state = slot_state::crossed;
   } else if (holds<wire::channel_open>(*decoded) && slot.state == slot_state::crossed) {
     // A client that took our close-ok for the end of both closes opens the id again.
     channels_.erase(id);
+    count_channels();
     open_channel(id);
   }
 }
@@ -369,6 +388,7 @@ void session::open_channel(std::uint16_t id) {
     return;
   }
   channels_[id].channel = std::move(opened);
+  count_channels();
   send_method(id, wire::channel_open_ok{});
 }
 
@@ -376,6 +396,7 @@ void session::client_closed_channel(std::uint16_t id) {
   auto it = channels_.find(id);
   close_broker_channel(it->second);
   channels_.erase(it);
+  count_channels();
   send_method(id, wire::channel_close_ok{});
 }
 

@@ -11,6 +11,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,24 @@ struct session_options {
   std::shared_ptr<server::identities> identities;
 };
 
+// What an operator sees of a connection (the management API's list); copied out under a lock.
+struct session_summary {
+  std::uint64_t id = 0;
+  std::string peer;    // "host:port"
+  std::string local;   // "host:port"
+  bool tls = false;
+  std::string vhost;   // "" until connection.open
+  std::string user;
+  std::uint16_t channels = 0;
+  std::uint16_t channel_max = 0;
+  std::uint32_t frame_max = 0;
+  std::uint16_t heartbeat = 0;
+  std::uint64_t connected_at_ms = 0;
+  bool running = false;
+  std::string client_product;
+  std::string client_version;
+};
+
 class session final : public broker::connection_port, public std::enable_shared_from_this<session> {
  public:
   session(connection_stream stream, std::uint64_t id, std::shared_ptr<const vhost_map> vhosts,
@@ -56,6 +75,8 @@ class session final : public broker::connection_port, public std::enable_shared_
   void close_for_shutdown();
   // Last resort, on the executor: the socket goes now (channels still get closed()).
   void abort();
+  // Any thread.
+  session_summary summary() const;
 
   // broker::connection_port
   void send(std::string frames) override;
@@ -93,6 +114,15 @@ class session final : public broker::connection_port, public std::enable_shared_
   // The one transition function: a later phase only.
   void enter(phase next) {
     if (next > phase_) phase_ = next;
+    std::lock_guard lock{summary_mutex_};
+    summary_.running = phase_ == phase::running;
+  }
+  void count_channels();
+  // The summary's fields that change after the handshake, under its lock.
+  template <class Fn>
+  void update_summary(Fn&& fn) {
+    std::lock_guard lock{summary_mutex_};
+    fn(summary_);
   }
   bool ending() const { return phase_ >= phase::closing; }
 
@@ -188,6 +218,8 @@ class session final : public broker::connection_port, public std::enable_shared_
   const broker::settings& settings_ = options_.settings;
   log_fn log_;
   std::shared_ptr<session_registry> registry_;
+  mutable std::mutex summary_mutex_;
+  session_summary summary_;
   std::string peer_;
 
   phase phase_ = phase::protocol_header;

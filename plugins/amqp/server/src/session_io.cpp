@@ -133,6 +133,7 @@ void session::closed_by_client() {
 void session::release_channels() {
   for (auto& [id, slot] : channels_) close_broker_channel(slot);
   channels_.clear();
+  count_channels();
   if (channels_released_) return;
   channels_released_ = true;
   if (!broker_) return;  // never opened a vhost

@@ -107,6 +107,31 @@ TEST_CASE("authentication: none by default, and only on a loopback listener") {
   }
 }
 
+TEST_CASE("the management API and Prometheus ports: unset by default, 0 for any, refused when malformed") {
+  const auto none = std::get<server_config>(read_config(env_of({})));
+  CHECK_FALSE(none.management_port);
+  CHECK_FALSE(none.prometheus_port);
+  const auto both = std::get<server_config>(
+      read_config(env_of({{"CLOUD_AMQP_MANAGEMENT_PORT", "15672"}, {"CLOUD_AMQP_PROMETHEUS_PORT", "0"}})));
+  CHECK(both.management_port == 15672);
+  CHECK(both.prometheus_port == 0);
+  for (const char* variable : {"CLOUD_AMQP_MANAGEMENT_PORT", "CLOUD_AMQP_PROMETHEUS_PORT"}) {
+    for (const char* bad : {"", "abc", "65536", "-1"}) {
+      CAPTURE(variable);
+      CAPTURE(bad);
+      const auto text = refusal_of(read_config(env_of({{variable, bad}})));
+      CHECK(text.find(std::string(variable) + "='" + bad + "'") == 0);
+    }
+  }
+  // Reachable and unauthenticated, they would answer anyone: refused, naming both remedies.
+  const auto text = refusal_of(read_config(
+      env_of({{"CLOUD_AMQP_HOST", "0.0.0.0"}, {"CLOUD_AMQP_AUTH", "none"}, {"CLOUD_AMQP_MANAGEMENT_PORT", "15672"}})));
+  CHECK(text.find("CLOUD_AMQP_HOST='0.0.0.0'") == 0);
+  CHECK(text.find("set CLOUD_AMQP_AUTH=bus") != std::string::npos);
+  CHECK(std::holds_alternative<server_config>(read_config(
+      env_of({{"CLOUD_AMQP_HOST", "0.0.0.0"}, {"CLOUD_AMQP_AUTH", "bus"}, {"CLOUD_AMQP_MANAGEMENT_PORT", "15672"}}))));
+}
+
 TEST_CASE("a naming mode other than hip or escaped is refused naming the variable and the value") {
   for (const char* bad : {"", "HIP", "escape", "rabbitmq"}) {
     CAPTURE(bad);

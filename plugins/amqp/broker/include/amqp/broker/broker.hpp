@@ -10,11 +10,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "amqp/routing/names.hpp"
+#include "amqp/routing/topology.hpp"
 #include "amqp/wire/codec.hpp"
 
 namespace amqp::bus { class client; }
@@ -120,6 +123,26 @@ class channel {
 
 std::unique_ptr<channel> open_channel(std::shared_ptr<broker> b, connection_port& port,
                                       std::uint16_t id);
+
+// ---- what an operator reads (the management API) -------------------------------------------
+// A copy of the vhost's topology mirror: every replica's exchanges, queues and bindings.
+routing::topology topology_of(const broker& b);
+// The consumers of this process (HIP-1326, "Two facts a single process cannot answer for the
+// fleet": another replica's are its own to list).
+struct consumer_view {
+  std::string queue;
+  std::string tag;
+  std::uint64_t connection_id = 0;
+  std::uint16_t channel = 0;
+  bool exclusive = false;
+  bool ack_required = true;
+  std::uint16_t prefetch = 0;
+};
+std::vector<consumer_view> consumers_of(const broker& b);
+// The vhost's own bus client.
+std::shared_ptr<bus::client> bus_of(const broker& b);
+// The channel and connection exceptions raised so far, by reply code.
+std::map<int, std::uint64_t> refusals_of(const broker& b);
 // The connection ended: exclusive queues it owned are deleted. Called once, after every
 // channel of the connection got closed().
 void connection_closed(broker& b, std::uint64_t connection_id);

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -291,6 +292,9 @@ class client : public std::enable_shared_from_this<client> {
   // The consumer's counts as the server has them at this instant, without waiting for this
   // client's settlements and confirmed publishes to be counted: one round trip, and may lag.
   virtual bus_result<bus::queue_info> peek_queue(const std::string& queue) = 0;
+  // Blocking: every queue's consumer's counts as the server has them, by consumer name, a page of
+  // 256 consumers a request (what an operator lists; as peek_queue, they may lag).
+  virtual bus_result<std::map<std::string, bus::queue_info>> peek_all_queues() = 0;
   // The bus confirms a publish before its queues' consumers count it, so a count or a no-wait
   // pull asked right after a confirm could miss the message. True when a publish was confirmed
   // since the last count_publishes; count_publishes (blocking) returns once all are counted.
@@ -324,6 +328,8 @@ class client : public std::enable_shared_from_this<client> {
   virtual void publish(std::string subject, std::string amqp_props_b64, std::string body, std::string routed_as,
                        boost::asio::any_io_executor ex, std::function<void(bus_status)> done) = 0;
   virtual std::size_t publish_backlog() const = 0;  // in flight + waiting
+  // The blocking JetStream API and bucket requests this client made so far (an operator's metric).
+  virtual std::uint64_t requests_made() const = 0;
 
   // ---- pulling --------------------------------------------------------------------------
   // `sharing` is the queue's (its consumer's priority group). A single_active puller's requests

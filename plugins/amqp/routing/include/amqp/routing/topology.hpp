@@ -145,6 +145,8 @@ class topology {
   const exchange_def* find_exchange(std::string_view name) const;
   const queue_def* find_queue(std::string_view name) const;
   const queue_map& queues() const { return queues_; }
+  // Every exchange, the standard ones included (a copy: for an operator's listing).
+  std::map<std::string, exchange_def, std::less<>> exchanges() const;
   // Whether some queue has an x-max-length (a publish then asks which ones it reaches).
   bool has_length_limits() const { return length_limited_ > 0; }
   // Whether some queue has an x-message-ttl or a dead-letter exchange: the queues whose head may

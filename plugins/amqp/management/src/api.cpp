@@ -1,0 +1,816 @@
+// The management API's endpoints, RabbitMQ 3.x's shapes. Reads come from the vhost's topology
+// mirror and the bus's consumer counts; writes go through an operator channel (operator_channel.hpp)
+// as AMQP methods, so they are refused as a client would be.
+#include "api.hpp"
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+
+#include "amqp/bus/base64.hpp"
+#include "amqp/routing/names.hpp"
+#include "amqp/routing/subject.hpp"
+#include "amqp/wire/codec.hpp"
+#include "definitions.hpp"
+#include "off_loop.hpp"
+#include "operator_channel.hpp"
+#include "properties_json.hpp"
+#include "request_body.hpp"
+
+namespace amqp::management {
+namespace {
+
+using json = nlohmann::json;
+
+
+// RabbitMQ's management version these shapes follow; cloud names itself in product_*.
+constexpr const char* api_version = "3.10.8";
+constexpr std::chrono::seconds operator_timeout{30};
+
+reply json_reply(unsigned status, const json& body) { return reply{status, body.dump(), "application/json", {}, {}}; }
+reply no_content() { return reply{204, "", "application/json", {}, {}}; }
+reply created() { return reply{201, "", "application/json", {}, {}}; }
+reply not_found() { return error_reply(404, "Object Not Found", "Not Found"); }
+reply bad_request(const std::string& reason) { return error_reply(400, "bad_request", reason); }
+// A vhost the user may not use, in RabbitMQ's words.
+reply refused_vhost() { return error_reply(401, "not_authorised", "User not authorised to access virtual host"); }
+
+std::map<std::string, std::uint32_t> consumer_counts(const broker::broker& b) {
+  std::map<std::string, std::uint32_t> counts;
+  for (const auto& c : broker::consumers_of(b)) ++counts[c.queue];
+  return counts;
+}
+
+json queue_json(const std::string& vhost, const std::string& node, const std::string& name,
+                const routing::queue_def& d, const bus::queue_info* info, std::uint32_t consumers) {
+  const std::uint64_t unacked = info ? info->held_here : 0;
+  const std::uint64_t ready = info ? info->ready() : 0;
+  return {{"name", name},
+          {"vhost", vhost},
+          {"durable", d.durable},
+          {"auto_delete", d.auto_delete},
+          {"exclusive", d.exclusive},
+          {"arguments", queue_arguments(d)},
+          {"consumers", consumers},
+          {"messages", ready + unacked},
+          {"messages_ready", ready},
+          {"messages_unacknowledged", unacked},
+          {"node", node},
+          {"policy", nullptr},
+          {"exclusive_consumer_tag", nullptr},
+          {"state", info ? "running" : "down"},
+          {"type", "classic"}};
+}
+
+json exchange_json(const std::string& vhost, const std::string& name, const routing::exchange_def& d) {
+  return {{"name", name},
+          {"vhost", vhost},
+          {"type", std::string(routing::to_string(d.kind))},
+          {"durable", d.durable},
+          {"auto_delete", d.auto_delete},
+          {"internal", d.internal},
+          {"arguments", json::object()},
+          {"user_who_performed_action", "rmq-internal"}};
+}
+
+// RabbitMQ's properties_key of a binding without arguments: its routing key, "~" for none.
+std::string properties_key(const std::string& routing_key) { return routing_key.empty() ? "~" : routing_key; }
+std::string routing_key_of(const std::string& props) { return props == "~" ? "" : props; }
+
+json binding_json(const std::string& vhost, const std::string& source, const std::string& queue,
+                  const std::string& key) {
+  return {{"source", source},         {"vhost", vhost},          {"destination", queue},
+          {"destination_type", "queue"}, {"routing_key", key},     {"arguments", json::object()},
+          {"properties_key", properties_key(key)}};
+}
+
+
+// What a refusal over AMQP is over HTTP, as RabbitMQ's management plugin maps it.
+reply refused_reply(const operator_channel::answer& a, const std::string& what) {
+  if (a.timed_out) return error_reply(504, "timeout", what + ": the broker did not answer in time");
+  if (!a.refused) return error_reply(500, "internal_error", what + ": no answer");
+  if (a.refused->code == wire::reply_code::not_found) return error_reply(404, "not_found", a.refused->text);
+  if (a.refused->code == wire::reply_code::access_refused) return error_reply(403, "access_refused", a.refused->text);
+  return bad_request(a.refused->text);
+}
+
+template <class M>
+bool is(const operator_channel::received& r) {
+  return std::holds_alternative<M>(r.method);
+}
+
+bool settled_publish(const operator_channel::received& f) { return is<wire::basic_ack>(f) || is<wire::basic_nack>(f); }
+bool taken_get(const operator_channel::received& f) { return is<wire::basic_get_ok>(f) || is<wire::basic_get_empty>(f); }
+
+}  // namespace
+
+reply error_reply(unsigned status, const std::string& error, const std::string& reason) {
+  return json_reply(status, json{{"error", error}, {"reason", reason}});
+}
+
+api::api(const sources& src, net::any_io_executor ex) : src_(src), ex_(std::move(ex)) {}
+
+// Copies: a request keeps its vhosts' brokers while it runs, whatever happens to the service.
+std::optional<vhost> api::find(const std::string& name) const {
+  for (const auto& v : src_.vhosts)
+    if (v.name == name) return v;
+  return std::nullopt;
+}
+
+std::vector<vhost> api::all_vhosts() const { return src_.vhosts; }
+
+// The vhosts `who` may use, as the bus says (a user of one NATS account sees that account's only).
+net::awaitable<std::vector<vhost>> api::permitted(const principal& who) {
+  auto ask = [&who, all = all_vhosts()] {
+    std::vector<vhost> allowed;
+    for (const auto& v : all)
+      if (who.client_for(v.name)) allowed.push_back(v);
+    return allowed;
+  };
+  auto pool = broker::bus_of(*src_.vhosts.front().broker)->worker_executor();
+  auto allowed = co_await off_loop(pool, std::move(ask));
+  co_return allowed ? std::move(*allowed) : std::vector<vhost>{};
+}
+
+// A request's bug is its own 500, named, and the connection stays (RabbitMQ's shape).
+net::awaitable<reply> api::answer(request r, const principal& who) {
+  std::string failure;
+  try {
+    // Two statements: g++ 12 miscompiles a co_await inside a conditional expression.
+    reply answered;
+    if (r.method == "GET" || r.method == "HEAD")
+      answered = co_await get(r, who);
+    else
+      answered = co_await write(r, who);
+    co_return answered;
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (src_.log) src_.log("management: " + r.method + " failed: " + failure);
+  co_return error_reply(500, "internal_server_error", failure);
+}
+
+// ---- reads ------------------------------------------------------------------------------------
+
+net::awaitable<reply> api::overview(const std::vector<vhost>& in) {
+  std::uint64_t queues = 0, exchanges = 0, ready = 0, unacked = 0, consumers = 0;
+  for (const auto& v : in) {
+    const auto t = broker::topology_of(*v.broker);
+    queues += t.queues().size();
+    exchanges += t.exchanges().size();
+    consumers += broker::consumers_of(*v.broker).size();
+    auto bus = broker::bus_of(*v.broker);
+    auto peek = [bus] { return bus->peek_all_queues(); };
+    auto pool = bus->worker_executor();
+    auto counts = co_await off_loop(pool, std::move(peek));
+    if (counts && *counts) {
+      for (const auto& [name, info] : **counts) {
+        ready += info.ready();
+        unacked += info.held_here;
+      }
+    }
+  }
+  const auto conns = connections_json(in);
+  std::uint64_t channels = 0;
+  for (const auto& c : conns) channels += c["channels"].get<std::uint64_t>();
+  json listeners = json::array();
+  for (const auto& l : src_.listeners)
+    listeners.push_back({{"node", src_.node}, {"protocol", l.protocol}, {"ip_address", l.ip}, {"port", l.port}});
+  co_return json_reply(200, json{{"management_version", api_version},
+                                 {"rabbitmq_version", api_version},
+                                 {"product_name", "cloud"},
+                                 {"product_version", src_.product_version},
+                                 {"cluster_name", src_.node},
+                                 {"node", src_.node},
+                                 {"rates_mode", "none"},
+                                 {"object_totals",
+                                  {{"connections", conns.size()},
+                                   {"channels", channels},
+                                   {"exchanges", exchanges},
+                                   {"queues", queues},
+                                   {"consumers", consumers}}},
+                                 {"queue_totals",
+                                  {{"messages", ready + unacked}, {"messages_ready", ready}, {"messages_unacknowledged", unacked}}},
+                                 {"message_stats", json::object()},
+                                 {"listeners", listeners},
+                                 {"exchange_types",
+                                  json::array({{{"name", "direct"}, {"enabled", true}},
+                                               {{"name", "fanout"}, {"enabled", true}},
+                                               {{"name", "topic"}, {"enabled", true}}})}});
+}
+
+net::awaitable<reply> api::queues(const request& r, const std::vector<vhost>& in) {
+  json items = json::array();
+  for (const auto& v : in) {
+    const auto t = broker::topology_of(*v.broker);
+    const auto consumers = consumer_counts(*v.broker);
+    auto bus = broker::bus_of(*v.broker);
+    auto peek = [bus] { return bus->peek_all_queues(); };
+    auto pool = bus->worker_executor();
+    auto counts = co_await off_loop(pool, std::move(peek));
+    if (!counts || !*counts) co_return error_reply(503, "bus_unavailable", (*counts).error().text);
+    for (const auto& [name, def] : t.queues()) {
+      auto info = (**counts).find(routing::consumer_name(name));
+      auto c = consumers.find(name);
+      items.push_back(queue_json(v.name, src_.node, name, def, info == (**counts).end() ? nullptr : &info->second,
+                                 c == consumers.end() ? 0 : c->second));
+    }
+  }
+  auto shaped = shape_list(std::move(items), r.query);
+  if (shaped.bad_request) co_return bad_request(*shaped.bad_request);
+  co_return json_reply(200, shaped.body);
+}
+
+net::awaitable<reply> api::queue(const vhost& v, const std::string& name) {
+  const auto t = broker::topology_of(*v.broker);
+  const auto* def = t.find_queue(name);
+  if (def == nullptr) co_return not_found();
+  auto bus = broker::bus_of(*v.broker);
+  auto peek = [bus, consumer = routing::consumer_name(name)] { return bus->peek_queue(consumer); };
+  auto pool = bus->worker_executor();
+  auto info = co_await off_loop(pool, std::move(peek));
+  const bus::queue_info* counted = info && *info ? &**info : nullptr;
+  const auto consumers = consumer_counts(*v.broker);
+  auto c = consumers.find(name);
+  co_return json_reply(200, queue_json(v.name, src_.node, name, *def, counted, c == consumers.end() ? 0 : c->second));
+}
+
+json api::exchanges_json(const std::vector<vhost>& in) const {
+  json items = json::array();
+  for (const auto& v : in) {
+    const auto t = broker::topology_of(*v.broker);
+    for (const auto& [name, def] : t.exchanges()) items.push_back(exchange_json(v.name, name, def));
+  }
+  return items;
+}
+
+json api::bindings_json(const std::vector<vhost>& in) const {
+  json items = json::array();
+  for (const auto& v : in) {
+    const auto t = broker::topology_of(*v.broker);
+    for (const auto& [queue, def] : t.queues()) {
+      items.push_back(binding_json(v.name, "", queue, queue));  // the implicit default binding
+      for (const auto& b : def.bindings) items.push_back(binding_json(v.name, b.exchange, queue, b.key));
+    }
+  }
+  return items;
+}
+
+json api::connections_json(const std::vector<vhost>& in) const {
+  json items = json::array();
+  if (!src_.connections) return items;
+  for (const auto& c : src_.connections()) {
+    if (std::none_of(in.begin(), in.end(), [&](const vhost& v) { return v.name == c.vhost; })) continue;
+    items.push_back({{"name", c.name},
+                     {"node", src_.node},
+                     {"vhost", c.vhost},
+                     {"user", c.user},
+                     {"peer_host", c.peer_host},
+                     {"peer_port", c.peer_port},
+                     {"host", c.host},
+                     {"port", c.port},
+                     {"channels", c.channels},
+                     {"channel_max", c.channel_max},
+                     {"frame_max", c.frame_max},
+                     {"timeout", c.heartbeat},
+                     {"ssl", c.tls},
+                     {"protocol", "AMQP 0-9-1"},
+                     {"type", "network"},
+                     {"state", c.state},
+                     {"connected_at", c.connected_at},
+                     {"client_properties", {{"product", c.client_product}, {"version", c.client_version}}}});
+  }
+  return items;
+}
+
+json api::consumers_json(const std::vector<vhost>& in) const {
+  std::map<std::uint64_t, connection_view> by_id;
+  if (src_.connections)
+    for (auto& c : src_.connections()) by_id.emplace(c.id, std::move(c));
+  json items = json::array();
+  for (const auto& v : in) {
+    for (const auto& c : broker::consumers_of(*v.broker)) {
+      auto conn = by_id.find(c.connection_id);
+      json channel = {{"number", c.channel}, {"node", src_.node}};
+      if (conn != by_id.end()) {
+        channel["connection_name"] = conn->second.name;
+        channel["name"] = conn->second.name + " (" + std::to_string(c.channel) + ")";
+        channel["peer_host"] = conn->second.peer_host;
+        channel["peer_port"] = conn->second.peer_port;
+        channel["user"] = conn->second.user;
+      }
+      items.push_back({{"consumer_tag", c.tag},
+                       {"queue", {{"name", c.queue}, {"vhost", v.name}}},
+                       {"channel_details", channel},
+                       {"exclusive", c.exclusive},
+                       {"ack_required", c.ack_required},
+                       {"prefetch_count", c.prefetch},
+                       {"active", true},
+                       {"activity_status", "up"},
+                       {"arguments", json::object()}});
+    }
+  }
+  return items;
+}
+
+json api::channels_json(const std::vector<vhost>& in) const {
+  json items = json::array();
+  if (!src_.connections) return items;
+  std::map<std::pair<std::uint64_t, std::uint16_t>, std::uint32_t> consumers;
+  for (const auto& v : in)
+    for (const auto& c : broker::consumers_of(*v.broker)) ++consumers[{c.connection_id, c.channel}];
+  for (const auto& c : src_.connections()) {
+    if (std::none_of(in.begin(), in.end(), [&](const vhost& v) { return v.name == c.vhost; })) continue;
+    for (const auto& [key, count] : consumers) {
+      if (key.first != c.id) continue;
+      items.push_back({{"name", c.name + " (" + std::to_string(key.second) + ")"},
+                       {"number", key.second},
+                       {"node", src_.node},
+                       {"vhost", c.vhost},
+                       {"user", c.user},
+                       {"consumer_count", count},
+                       {"state", "running"},
+                       {"connection_details", {{"name", c.name}, {"peer_host", c.peer_host}, {"peer_port", c.peer_port}}}});
+    }
+  }
+  return items;
+}
+
+net::awaitable<reply> api::get(const request& r, const principal& who) {
+  const auto& p = r.path;
+  const auto n = p.size();
+  auto list = [&](json items) {
+    auto shaped = shape_list(std::move(items), r.query);
+    return shaped.bad_request ? bad_request(*shaped.bad_request) : json_reply(200, shaped.body);
+  };
+  const auto allowed = co_await permitted(who);
+  // The vhosts a path names: every one `who` may use, or the one in segment `at` (nullopt: no such
+  // vhost, or not one of those).
+  auto in = [&](std::size_t at) -> std::optional<std::vector<vhost>> {
+    if (n <= at) return allowed;
+    for (const auto& v : allowed)
+      if (v.name == p[at]) return std::vector<vhost>{v};
+    return std::nullopt;
+  };
+  // What a path naming a vhost `who` may not use answers: 404 when there is none, else 401.
+  auto missing = [&](std::size_t at) { return find(p[at]) ? refused_vhost() : not_found(); };
+  if (n == 1 && p[0] == "overview") {
+    auto answered = co_await overview(allowed);
+    co_return answered;
+  }
+  if (n == 1 && p[0] == "whoami") co_return json_reply(200, json{{"name", who.user}, {"tags", json::array({"administrator"})}});
+  if (n == 1 && p[0] == "cluster-name") co_return json_reply(200, json{{"name", src_.node}});
+  if (n == 1 && p[0] == "extensions") co_return json_reply(200, json::array());
+  if (n == 1 && p[0] == "feature-flags") {
+    co_return json_reply(200, json::array({{{"name", "quorum_queue"}, {"state", "enabled"}, {"stability", "stable"},
+                                            {"provided_by", "cloud"}, {"desc", "x-queue-type quorum is accepted"}},
+                                           {{"name", "implicit_default_bindings"}, {"state", "enabled"},
+                                            {"stability", "stable"}, {"provided_by", "cloud"},
+                                            {"desc", "every queue is bound to the default exchange by its name"}}}));
+  }
+  if ((n == 1 || n == 2) && p[0] == "nodes") {
+    json node = {{"name", src_.node}, {"running", true}, {"type", "disc"}, {"being_drained", false}};
+    if (n == 2) co_return p[1] == src_.node ? json_reply(200, node) : not_found();
+    co_return json_reply(200, json::array({node}));
+  }
+  if ((n == 1 || n == 2) && p[0] == "vhosts") {
+    json items = json::array();
+    if (n == 2 && !in(1)) co_return missing(1);
+    for (const auto& v : allowed) {
+      if (n == 2 && v.name != p[1]) continue;
+      items.push_back({{"name", v.name}, {"description", ""}, {"tags", json::array()}, {"tracing", false},
+                       {"default_queue_type", "classic"}, {"metadata", {{"description", ""}, {"tags", json::array()}}}});
+    }
+    if (n == 2) co_return items.empty() ? not_found() : json_reply(200, items[0]);
+    co_return list(std::move(items));
+  }
+  if ((n == 2 && p[0] == "healthchecks" && p[1] == "node") || (n >= 3 && p[0] == "health" && p[1] == "checks"))
+    co_return json_reply(200, json{{"status", "ok"}});
+  if (n == 2 && p[0] == "aliveness-test") {
+    const auto vs = in(1);
+    if (!vs) co_return missing(1);
+    auto answered = co_await aliveness(vs->front(), who);
+    co_return answered;
+  }
+  if (p[0] == "queues" && n <= 2) {
+    auto vs = in(1);
+    if (!vs) co_return missing(1);
+    auto answered = co_await queues(r, *vs);
+    co_return answered;
+  }
+  if (p[0] == "queues" && n == 3) {
+    const auto vs = in(1);
+    if (!vs) co_return missing(1);
+    auto answered = co_await queue(vs->front(), p[2]);
+    co_return answered;
+  }
+  if (p[0] == "queues" && n == 4 && p[3] == "bindings") {
+    auto vs = in(1);
+    if (!vs) co_return missing(1);
+    json items = json::array();
+    for (auto& b : bindings_json(*vs))
+      if (b["destination"] == p[2]) items.push_back(std::move(b));
+    co_return list(std::move(items));
+  }
+  if (p[0] == "exchanges" && n <= 3) {
+    auto vs = in(1);
+    if (!vs) co_return missing(1);
+    auto items = exchanges_json(*vs);
+    if (n == 3) {
+      const std::string name = p[2] == "amq.default" ? "" : p[2];  // the default exchange's name in a path
+      for (auto& x : items)
+        if (x["name"] == name) co_return json_reply(200, x);
+      co_return not_found();
+    }
+    co_return list(std::move(items));
+  }
+  if (p[0] == "exchanges" && n == 5 && p[3] == "bindings" && (p[4] == "source" || p[4] == "destination")) {
+    auto vs = in(1);
+    if (!vs) co_return missing(1);
+    json items = json::array();
+    if (p[4] == "source")
+      for (auto& b : bindings_json(*vs))
+        if (b["source"] == p[2]) items.push_back(std::move(b));
+    co_return list(std::move(items));  // exchange-to-exchange bindings are refused: none has one as destination
+  }
+  if (p[0] == "bindings" && n <= 2) {
+    auto vs = in(1);
+    if (!vs) co_return missing(1);
+    co_return list(bindings_json(*vs));
+  }
+  if (p[0] == "bindings" && (n == 6 || n == 7) && p[2] == "e" && p[4] == "q") {
+    auto vs = in(1);
+    if (!vs) co_return missing(1);
+    json items = json::array();
+    for (auto& b : bindings_json(*vs))
+      if (b["source"] == p[3] && b["destination"] == p[5] && (n == 6 || b["properties_key"] == p[6]))
+        items.push_back(std::move(b));
+    if (n == 7) co_return items.empty() ? not_found() : json_reply(200, items[0]);
+    co_return list(std::move(items));
+  }
+  if (p[0] == "consumers" && n <= 2) {
+    auto vs = in(1);
+    if (!vs) co_return missing(1);
+    co_return list(consumers_json(*vs));
+  }
+  if (p[0] == "definitions" && n <= 2) {
+    auto vs = in(1);
+    if (!vs) co_return missing(1);
+    std::vector<std::pair<std::string, routing::topology>> mirrors;
+    for (const auto& v : *vs) mirrors.emplace_back(v.name, broker::topology_of(*v.broker));
+    co_return json_reply(200, export_definitions(mirrors, src_.product_version, n == 2));
+  }
+  if (p[0] == "connections" && n == 1) co_return list(connections_json(allowed));
+  if (p[0] == "vhosts" && n == 3 && p[2] == "connections") {
+    auto vs = in(1);
+    if (!vs) co_return missing(1);
+    co_return list(connections_json(*vs));
+  }
+  if (p[0] == "connections" && n == 2) {
+    for (auto& c : connections_json(allowed))
+      if (c["name"] == p[1]) co_return json_reply(200, c);
+    co_return not_found();
+  }
+  if (p[0] == "channels" && n == 1) co_return list(channels_json(allowed));
+  co_return not_found();
+}
+
+// ---- the aliveness test: declare, publish, get, as RabbitMQ's does -----------------------------
+
+net::awaitable<reply> api::aliveness(const vhost& v, const principal& who) {
+  auto ch = co_await open_operator(v, who);
+  if (!ch) co_return refused_vhost();
+  wire::queue_declare declare{0, "aliveness-test", false, false, false, false, false, {}};
+  auto declared = co_await ch->call(std::move(declare), is<wire::queue_declare_ok>);
+  if (declared.refused || declared.timed_out) co_return refused_reply(declared, "aliveness-test");
+  wire::confirm_select select{false};
+  auto selected = co_await ch->call(std::move(select), is<wire::confirm_select_ok>);
+  if (selected.refused || selected.timed_out) co_return refused_reply(selected, "aliveness-test");
+  wire::basic_publish m{0, "", "aliveness-test", false, false};
+  auto octets = wire::encode_properties(wire::basic_properties{});
+  std::string body = "test_message";
+  auto sent = co_await ch->publish(std::move(m), std::move(octets), std::move(body), settled_publish);
+  if (sent.refused || sent.timed_out) co_return refused_reply(sent, "aliveness-test");
+  wire::basic_get get{0, "aliveness-test", true};
+  auto got = co_await ch->call(std::move(get), taken_get);
+  if (got.refused || got.timed_out) co_return refused_reply(got, "aliveness-test");
+  if (!is<wire::basic_get_ok>(got.frames.back()))
+    co_return json_reply(503, json{{"status", "failed"}, {"reason", "the test message did not come back"}});
+  co_return json_reply(200, json{{"status", "ok"}});
+}
+
+// ---- writes -----------------------------------------------------------------------------------
+
+net::awaitable<reply> api::write(const request& r, const principal& who) {
+  const auto& p = r.path;
+  const auto n = p.size();
+  const auto v = n >= 2 ? find(p[1]) : std::nullopt;
+  const bool put = r.method == "PUT", del = r.method == "DELETE", post = r.method == "POST";
+  if (v) {
+    auto ask = [&who, name = v->name] { return who.client_for(name) != nullptr; };
+    auto pool = broker::bus_of(*v->broker)->worker_executor();
+    auto may = co_await off_loop(pool, std::move(ask));
+    if (!may || !*may) co_return refused_vhost();
+  }
+  if (p[0] == "queues" && n == 3 && v && put) {
+    auto answered = co_await declare_queue(*v, p[2], r, who);
+    co_return answered;
+  }
+  if (p[0] == "queues" && n == 3 && v && del) {
+    auto answered = co_await delete_queue(*v, p[2], r, who);
+    co_return answered;
+  }
+  if (p[0] == "queues" && n == 4 && v && del && p[3] == "contents") {
+    auto answered = co_await purge_queue(*v, p[2], who);
+    co_return answered;
+  }
+  if (p[0] == "queues" && n == 4 && v && post && p[3] == "get") {
+    auto answered = co_await get_messages(*v, p[2], r, who);
+    co_return answered;
+  }
+  if (p[0] == "exchanges" && n == 3 && v && put) {
+    auto answered = co_await declare_exchange(*v, p[2], r, who);
+    co_return answered;
+  }
+  if (p[0] == "exchanges" && n == 3 && v && del) {
+    auto answered = co_await delete_exchange(*v, p[2], r, who);
+    co_return answered;
+  }
+  if (p[0] == "exchanges" && n == 4 && v && post && p[3] == "publish") {
+    auto answered = co_await publish(*v, p[2], r, who);
+    co_return answered;
+  }
+  if (p[0] == "definitions" && post && (n == 1 || (n == 2 && v))) {
+    auto answered = co_await import(r, v, who);
+    co_return answered;
+  }
+  if (p[0] == "bindings" && n == 6 && v && post && p[2] == "e" && p[4] == "q") {
+    auto answered = co_await bind(*v, p[3], p[5], r, who);
+    co_return answered;
+  }
+  if (p[0] == "bindings" && n == 7 && v && del && p[2] == "e" && p[4] == "q") {
+    auto answered = co_await unbind(*v, p[3], p[5], p[6], who);
+    co_return answered;
+  }
+  if (n >= 2 && !v && (p[0] == "queues" || p[0] == "exchanges" || p[0] == "bindings" || p[0] == "definitions"))
+    co_return not_found();
+  reply refused = error_reply(405, "Method Not Allowed", "Method Not Allowed");
+  refused.allow = "GET, HEAD";
+  co_return refused;
+}
+
+// One operator channel for one request, through the user's client in the vhost; nullptr when the
+// user may not use the vhost.
+net::awaitable<std::shared_ptr<operator_channel>> api::open_operator(const vhost& v, const principal& who) {
+  auto sign_in = [&who, name = v.name] { return who.client_for(name); };
+  auto pool = broker::bus_of(*v.broker)->worker_executor();
+  auto client = co_await off_loop(pool, std::move(sign_in));
+  if (!client || !*client) co_return nullptr;
+  co_return std::make_shared<operator_channel>(v.broker, *client, ex_, next_operator_++ | (1ULL << 62), who.user,
+                                               operator_timeout);
+}
+
+// One method on an operator channel of `who`'s: `success` when it is answered as `done` asks,
+// else the reply its refusal is.
+net::awaitable<reply> api::one_method(const vhost& v, const principal& who, wire::method m,
+                                      operator_channel::done_fn done, reply success) {
+  const auto what = std::string(wire::info_of(m).name);
+  auto ch = co_await open_operator(v, who);
+  if (!ch) co_return refused_vhost();
+  auto a = co_await ch->call(std::move(m), std::move(done));
+  if (a.refused || a.timed_out) co_return refused_reply(a, what);
+  co_return success;
+}
+
+net::awaitable<reply> api::declare_queue(const vhost& v, const std::string& name, const request& r,
+                                         const principal& who) {
+  std::string why;
+  auto body = request_body::parse(r.body, why);
+  if (!body) co_return bad_request(why);
+  auto arguments = body->table("arguments");
+  const bool durable = body->flag("durable", true), auto_delete = body->flag("auto_delete", false);
+  if (body->error()) co_return bad_request(*body->error());
+  const auto success = broker::topology_of(*v.broker).find_queue(name) ? no_content() : created();
+  wire::method m = wire::queue_declare{0, name, false, durable, false, auto_delete, false, std::move(arguments)};
+  auto answered = co_await one_method(v, who, std::move(m), is<wire::queue_declare_ok>, success);
+  co_return answered;
+}
+
+net::awaitable<reply> api::delete_queue(const vhost& v, const std::string& name, const request& r,
+                                        const principal& who) {
+  auto ch = co_await open_operator(v, who);
+  if (!ch) co_return refused_vhost();
+  // RabbitMQ answers 404 for a queue that is not there.
+  wire::queue_declare passive{0, name, true, false, false, false, false, {}};
+  auto there = co_await ch->call(std::move(passive), is<wire::queue_declare_ok>);
+  if (there.refused || there.timed_out) co_return refused_reply(there, "queue.delete");
+  const bool if_unused = r.query.contains("if-unused") && r.query.at("if-unused") == "true";
+  const bool if_empty = r.query.contains("if-empty") && r.query.at("if-empty") == "true";
+  wire::queue_delete_ m{0, name, if_unused, if_empty, false};
+  auto a = co_await ch->call(std::move(m), is<wire::queue_delete_ok>);
+  if (a.refused || a.timed_out) co_return refused_reply(a, "queue.delete");
+  co_return no_content();
+}
+
+net::awaitable<reply> api::purge_queue(const vhost& v, const std::string& name, const principal& who) {
+  wire::method m = wire::queue_purge{0, name, false};
+  auto answered = co_await one_method(v, who, std::move(m), is<wire::queue_purge_ok>, no_content());
+  co_return answered;
+}
+
+net::awaitable<reply> api::declare_exchange(const vhost& v, const std::string& name, const request& r,
+                                            const principal& who) {
+  std::string why;
+  auto body = request_body::parse(r.body, why);
+  if (!body) co_return bad_request(why);
+  auto arguments = body->table("arguments");
+  if (!body->has("type")) co_return bad_request("type is required, e.g. {\"type\":\"direct\"}");
+  auto type = body->text("type", "");
+  const bool durable = body->flag("durable", true), auto_delete = body->flag("auto_delete", false),
+             internal = body->flag("internal", false);
+  if (body->error()) co_return bad_request(*body->error());
+  const auto success = broker::topology_of(*v.broker).find_exchange(name) ? no_content() : created();
+  wire::method m =
+      wire::exchange_declare{0, name, std::move(type), false, durable, auto_delete, internal, false, std::move(arguments)};
+  auto answered = co_await one_method(v, who, std::move(m), is<wire::exchange_declare_ok>, success);
+  co_return answered;
+}
+
+net::awaitable<reply> api::delete_exchange(const vhost& v, const std::string& name, const request& r,
+                                           const principal& who) {
+  if (broker::topology_of(*v.broker).find_exchange(name) == nullptr) co_return not_found();
+  const bool if_unused = r.query.contains("if-unused") && r.query.at("if-unused") == "true";
+  wire::method m = wire::exchange_delete_{0, name, if_unused, false};
+  auto answered = co_await one_method(v, who, std::move(m), is<wire::exchange_delete_ok>, no_content());
+  co_return answered;
+}
+
+net::awaitable<reply> api::bind(const vhost& v, const std::string& exchange, const std::string& queue,
+                                const request& r, const principal& who) {
+  std::string why;
+  auto body = request_body::parse(r.body, why);
+  if (!body) co_return bad_request(why);
+  auto arguments = body->table("arguments");
+  if (!arguments.entries.empty()) co_return bad_request("binding arguments are not implemented; bind without them");
+  const auto key = body->text("routing_key", "");
+  if (body->error()) co_return bad_request(*body->error());
+  auto made = created();
+  made.location = properties_key(key);
+  wire::method m = wire::queue_bind{0, queue, exchange, key, false, {}};
+  auto answered = co_await one_method(v, who, std::move(m), is<wire::queue_bind_ok>, made);
+  co_return answered;
+}
+
+net::awaitable<reply> api::unbind(const vhost& v, const std::string& exchange, const std::string& queue,
+                                  const std::string& props, const principal& who) {
+  const auto key = routing_key_of(props);
+  const auto t = broker::topology_of(*v.broker);
+  const auto* def = t.find_queue(queue);
+  if (!def || std::none_of(def->bindings.begin(), def->bindings.end(),
+                           [&](const routing::binding& b) { return b.names(exchange, key); }))
+    co_return not_found();
+  wire::method m = wire::queue_unbind{0, queue, exchange, key, {}};
+  auto answered = co_await one_method(v, who, std::move(m), is<wire::queue_unbind_ok>, no_content());
+  co_return answered;
+}
+
+net::awaitable<reply> api::publish(const vhost& v, const std::string& exchange, const request& r,
+                                   const principal& who) {
+  std::string why;
+  auto body = request_body::parse(r.body, why);
+  if (!body) co_return bad_request(why);
+  auto props = properties_of(body->value("properties"), why);
+  if (!props) co_return bad_request(why);
+  const auto encoding = body->text("payload_encoding", "string");
+  std::string payload = body->text("payload", "");
+  const auto routing_key = body->text("routing_key", "");
+  if (body->error()) co_return bad_request(*body->error());
+  if (encoding == "base64") {
+    auto decoded = bus::base64_decode(payload);
+    if (!decoded) co_return bad_request("payload is not valid base64");
+    payload = std::move(*decoded);
+  } else if (encoding != "string") {
+    co_return bad_request("payload_encoding must be string or base64, not '" + encoding + "'");
+  }
+  const std::string name = exchange == "amq.default" ? "" : exchange;
+  auto ch = co_await open_operator(v, who);
+  if (!ch) co_return refused_vhost();
+  wire::confirm_select select{false};
+  auto confirmed = co_await ch->call(std::move(select), is<wire::confirm_select_ok>);
+  if (confirmed.refused || confirmed.timed_out) co_return refused_reply(confirmed, "basic.publish");
+  wire::basic_publish m{0, name, routing_key, true, false};
+  auto octets = wire::encode_properties(*props);
+  auto a = co_await ch->publish(std::move(m), std::move(octets), std::move(payload), settled_publish);
+  if (a.refused || a.timed_out) co_return refused_reply(a, "basic.publish");
+  const bool returned = std::any_of(a.frames.begin(), a.frames.end(), is<wire::basic_return_>);
+  if (is<wire::basic_nack>(a.frames.back())) co_return error_reply(500, "nacked", "the bus did not store the message");
+  co_return json_reply(200, json{{"routed", !returned}});
+}
+
+net::awaitable<reply> api::get_messages(const vhost& v, const std::string& queue, const request& r,
+                                        const principal& who) {
+  std::string why;
+  auto body = request_body::parse(r.body, why);
+  if (!body) co_return bad_request(why);
+  const auto count = body->number("count", 1);
+  const auto ackmode = body->text("ackmode", "ack_requeue_true");
+  const auto encoding = body->text("encoding", "auto");
+  const auto truncate = body->number("truncate", -1);
+  if (body->error()) co_return bad_request(*body->error());
+  if (ackmode != "ack_requeue_true" && ackmode != "ack_requeue_false" && ackmode != "reject_requeue_true" &&
+      ackmode != "reject_requeue_false")
+    co_return bad_request("ackmode must be ack_requeue_true, ack_requeue_false, reject_requeue_true or reject_requeue_false");
+  if (encoding != "auto" && encoding != "base64") co_return bad_request("encoding must be auto or base64");
+  auto ch = co_await open_operator(v, who);
+  if (!ch) co_return refused_vhost();
+  json messages = json::array();
+  std::vector<std::uint64_t> tags;
+  for (std::int64_t i = 0; i < count; ++i) {
+    wire::basic_get get{0, queue, false};
+    auto a = co_await ch->call(std::move(get), taken_get);
+    if (a.refused || a.timed_out) co_return refused_reply(a, "basic.get");
+    const auto* ok = std::get_if<wire::basic_get_ok>(&a.frames.back().method);
+    if (!ok) break;
+    tags.push_back(ok->delivery_tag);
+    const auto& delivered = a.frames.back();
+    auto props = wire::decode_properties(
+        {reinterpret_cast<const std::uint8_t*>(delivered.property_octets.data()), delivered.property_octets.size()});
+    std::string payload = delivered.body;
+    const bool text = encoding == "auto" && std::all_of(payload.begin(), payload.end(), [](unsigned char c) {
+                        return c >= 0x20 || c == '\n' || c == '\r' || c == '\t';
+                      });
+    if (truncate >= 0 && payload.size() > static_cast<std::size_t>(truncate)) payload.resize(static_cast<std::size_t>(truncate));
+    messages.push_back({{"payload_bytes", delivered.body.size()},
+                        {"redelivered", ok->redelivered},
+                        {"exchange", ok->exchange},
+                        {"routing_key", ok->routing_key},
+                        {"message_count", ok->message_count},
+                        {"properties", props ? to_json(*props) : json::object()},
+                        {"payload", text ? payload : bus::base64_encode(payload)},
+                        {"payload_encoding", text ? "string" : "base64"}});
+  }
+  // Settled as asked: ack_requeue_true gives them back, in their order (the operator channel's
+  // close requeues what it holds).
+  for (auto tag : tags) {
+    if (ackmode == "ack_requeue_false") ch->tell(wire::basic_ack{tag, false});
+    if (ackmode == "reject_requeue_false") ch->tell(wire::basic_reject{tag, false});
+  }
+  co_return json_reply(200, messages);
+}
+
+// ---- definitions import: exchanges, then queues, then bindings, each vhost on its own channel ----
+
+net::awaitable<reply> api::import(const request& r, const std::optional<vhost>& only, const principal& who) {
+  auto file = json::parse(r.body, nullptr, false);
+  std::string why;
+  auto defs = import_definitions(file.is_discarded() ? json() : file,
+                                 only ? std::optional<std::string>(only->name) : std::nullopt, why);
+  if (!defs) co_return bad_request(why);
+  std::vector<std::string> named = defs->vhosts;
+  for (const auto& e : defs->exchanges) named.push_back(e.vhost);
+  for (const auto& q : defs->queues) named.push_back(q.vhost);
+  for (const auto& b : defs->bindings) named.push_back(b.vhost);
+  for (const auto& name : named)
+    if (!find(name)) co_return bad_request("vhost '" + name + "' is not served here; CLOUD_AMQP_VHOSTS lists the others");
+  for (const auto& v : all_vhosts()) {
+    if (std::find(named.begin(), named.end(), v.name) == named.end()) continue;
+    auto answered = co_await import_into(v, *defs, who);
+    if (answered.status != 204) co_return answered;
+  }
+  co_return no_content();
+}
+
+net::awaitable<reply> api::import_into(const vhost& v, const definitions& defs, const principal& who) {
+  auto ch = co_await open_operator(v, who);
+  if (!ch) co_return refused_vhost();
+  std::string why;
+  for (const auto& e : defs.exchanges) {
+    if (e.vhost != v.name) continue;
+    auto arguments = table_of(e.arguments, why);
+    if (!arguments) co_return bad_request("exchange '" + e.name + "': " + why);
+    wire::exchange_declare m{0, e.name, e.type, false, e.durable, e.auto_delete, e.internal, false, std::move(*arguments)};
+    auto a = co_await ch->call(std::move(m), is<wire::exchange_declare_ok>);
+    if (a.refused || a.timed_out) co_return refused_reply(a, "exchange.declare");
+  }
+  for (const auto& q : defs.queues) {
+    if (q.vhost != v.name) continue;
+    auto arguments = table_of(q.arguments, why);
+    if (!arguments) co_return bad_request("queue '" + q.name + "': " + why);
+    wire::queue_declare m{0, q.name, false, q.durable, false, q.auto_delete, false, std::move(*arguments)};
+    auto a = co_await ch->call(std::move(m), is<wire::queue_declare_ok>);
+    if (a.refused || a.timed_out) co_return refused_reply(a, "queue.declare");
+  }
+  for (const auto& b : defs.bindings) {
+    if (b.vhost != v.name) continue;
+    wire::queue_bind m{0, b.destination, b.source, b.routing_key, false, {}};
+    auto a = co_await ch->call(std::move(m), is<wire::queue_bind_ok>);
+    if (a.refused || a.timed_out) co_return refused_reply(a, "queue.bind");
+  }
+  co_return no_content();
+}
+
+}  // namespace amqp::management

@@ -1,0 +1,77 @@
+// RabbitMQ's definitions file: written as it exports, read as it imports, refusing what it cannot apply.
+#include <doctest/doctest.h>
+
+#include "definitions.hpp"
+
+using namespace amqp;
+using namespace amqp::management;
+using json = nlohmann::json;
+
+namespace {
+
+routing::topology orders_topology() {
+  routing::topology t;
+  t.put_exchange("orders", {routing::exchange_kind::topic, true, false, false});
+  routing::queue_def eu;
+  eu.durable = true;
+  eu.bindings.push_back({"orders", "eu.#", 0});
+  eu.message_ttl = 60000;
+  eu.dead_letter = routing::dead_letter_target{"dlx", std::nullopt};
+  t.put_queue("eu", eu);
+  routing::queue_def mine;
+  mine.exclusive = true;
+  t.put_queue("amq.gen-1", mine);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("definitions: an export has what RabbitMQ's has, without the standard exchanges or exclusive queues") {
+  const auto file = export_definitions({{"/", orders_topology()}}, "0.1.0", false);
+  CHECK(file["vhosts"] == json::array({{{"name", "/"}}}));
+  CHECK(file["exchanges"] == json::array({{{"name", "orders"}, {"vhost", "/"}, {"type", "topic"}, {"durable", true},
+                                           {"auto_delete", false}, {"internal", false}, {"arguments", json::object()}}}));
+  CHECK(file["queues"] == json::array({{{"name", "eu"}, {"vhost", "/"}, {"durable", true}, {"auto_delete", false},
+                                        {"arguments", {{"x-message-ttl", 60000}, {"x-dead-letter-exchange", "dlx"}}}}}));
+  CHECK(file["bindings"] == json::array({{{"source", "orders"}, {"vhost", "/"}, {"destination", "eu"},
+                                          {"destination_type", "queue"}, {"routing_key", "eu.#"},
+                                          {"arguments", json::object()}}}));
+  const auto one = export_definitions({{"/", orders_topology()}}, "0.1.0", true);
+  CHECK_FALSE(one.contains("vhosts"));
+  CHECK_FALSE(one["queues"][0].contains("vhost"));
+}
+
+TEST_CASE("definitions: what was exported imports back, entry for entry") {
+  std::string why;
+  const auto file = export_definitions({{"/", orders_topology()}}, "0.1.0", false);
+  auto defs = import_definitions(file, std::nullopt, why);
+  REQUIRE(defs);
+  CHECK(defs->vhosts == std::vector<std::string>{"/"});
+  REQUIRE(defs->exchanges.size() == 1);
+  CHECK(defs->exchanges[0].type == "topic");
+  REQUIRE(defs->queues.size() == 1);
+  CHECK(defs->queues[0].arguments["x-message-ttl"] == 60000);
+  REQUIRE(defs->bindings.size() == 1);
+  CHECK(defs->bindings[0].routing_key == "eu.#");
+  // The per-vhost shape: entries take the vhost of the path.
+  auto into = import_definitions(export_definitions({{"/", orders_topology()}}, "0.1.0", true), "prod", why);
+  REQUIRE(into);
+  CHECK(into->queues[0].vhost == "prod");
+}
+
+TEST_CASE("definitions: users, permissions, policies and exchange bindings are refused, by name") {
+  std::string why;
+  CHECK_FALSE(import_definitions(json{{"users", {{{"name", "u"}}}}}, std::nullopt, why));
+  CHECK(why.starts_with("users cannot be imported: users are the bus's"));
+  CHECK_FALSE(import_definitions(json{{"policies", {{{"name", "p"}}}}}, std::nullopt, why));
+  CHECK(why.starts_with("policies cannot be imported"));
+  CHECK_FALSE(import_definitions(json{{"bindings", {{{"vhost", "/"}, {"source", "a"}, {"destination", "b"},
+                                                      {"destination_type", "exchange"}, {"routing_key", ""}}}}},
+                                 std::nullopt, why));
+  CHECK(why.find("exchange-to-exchange bindings are not implemented") != std::string::npos);
+  CHECK_FALSE(import_definitions(json{{"queues", {{{"name", "q"}}}}}, std::nullopt, why));
+  CHECK(why.starts_with("an entry has no vhost"));
+  // What RabbitMQ itself exports about its cluster is description, not configuration.
+  CHECK(import_definitions(json{{"global_parameters", {{{"name", "cluster_name"}, {"value", "rabbit@h"}}}}, {"users", json::array()}},
+                           std::nullopt, why));
+}
