@@ -46,6 +46,12 @@ class client_impl;
 bool parse_ack_subject(std::string_view reply, delivery& out);
 // The consumer (queue) a `$JS.ACK...` subject names; empty when it is not one.
 std::string_view consumer_of(std::string_view reply);
+// The queue and the stream sequence of a delivery, from its `$JS.ACK...` subject.
+struct held_ref {
+  std::string_view queue;
+  std::uint64_t seq = 0;
+};
+std::optional<held_ref> held_ref_of(std::string_view reply);
 // A message a pull brought: a delivery, or the headers-only status that ends a request.
 struct arrival {
   std::optional<delivery> message;
@@ -300,7 +306,7 @@ class client_impl final : public client {
   std::uint64_t held(const std::string& queue) const;
   // A delivery stops counting as held: settled, or its NAK is on its way (`sent` false: it is
   // still reported in progress until send_nak).
-  void unhold(const std::string& reply, bool sent = true);
+  std::string_view unhold(const std::string& reply, bool sent = true);  // the reply's queue
   void report_progress_until(std::stop_token stop);  // progress_thread_
   void report_progress();
   bus_status reclaim_queue(const json& info, const std::string& step);
@@ -325,11 +331,11 @@ class client_impl final : public client {
   void route_inbox(natsMsg* msg);
   void complete_direct(std::uint64_t id, bool received);
   void nak_answered(std::uint64_t id);
-  void release_ordered(const std::string& queue);
+  void release_ordered(std::string_view queue);
   void send_nak(std::uint64_t id, const std::string& reply);
   void arm_sweep();
   void sweep();
-  void settle(const std::string& reply, const char* verb);
+  std::string_view settle(const std::string& reply, const char* verb);  // the reply's queue, when settled
 
   client_options options_;
   std::string stream_created_;  // when stream AMQP was created: which account's it is (join)

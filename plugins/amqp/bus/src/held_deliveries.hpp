@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <functional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -22,25 +23,21 @@ class held_deliveries {
  public:
   void add(std::string_view queue, std::string reply, std::uint64_t seq) {
     std::lock_guard lock{mutex_};
-    ++counts_[std::string{queue}];
-    seqs_[std::string{queue}].insert(seq);
-    seq_of_[reply] = seq;
+    auto it = seqs_.find(queue);
+    if (it == seqs_.end()) it = seqs_.emplace(std::string{queue}, std::multiset<std::uint64_t>{}).first;
+    it->second.insert(seq);
     recent_.insert(std::move(reply));
   }
   // No longer counted as held: settled, or a NAK is on its way (`sent` false: it is reported in
-  // progress until stop_reporting).
-  void settled(std::string_view queue, const std::string& reply, bool sent) {
+  // progress until stop_reporting). `seq` is the delivery's stream sequence, from its ack subject.
+  void settled(std::string_view queue, std::uint64_t seq, const std::string& reply, bool sent) {
     std::lock_guard lock{mutex_};
-    if (auto it = counts_.find(std::string{queue}); it != counts_.end() && --it->second == 0) counts_.erase(it);
-    if (auto seq = seq_of_.find(reply); seq != seq_of_.end()) {
-      if (auto held = seqs_.find(std::string{queue}); held != seqs_.end()) {
-        held->second.erase(seq->second);
-        if (held->second.empty()) seqs_.erase(held);
-      }
-      seq_of_.erase(seq);
+    if (auto held = seqs_.find(queue); held != seqs_.end()) {
+      if (auto one = held->second.find(seq); one != held->second.end()) held->second.erase(one);
+      if (held->second.empty()) seqs_.erase(held);
     }
     if (sent) forget_locked(reply);
-    unsynced_.emplace(queue);
+    if (!unsynced_.contains(queue)) unsynced_.emplace(queue);
   }
   // No longer kept from its ack wait: its settlement was sent.
   void stop_reporting(const std::string& reply) {
@@ -52,7 +49,7 @@ class held_deliveries {
     return count_locked(queue);
   }
   // The lowest stream sequence of the queue held here; nullopt when none is.
-  std::optional<std::uint64_t> lowest(const std::string& queue) const {
+  std::optional<std::uint64_t> lowest(std::string_view queue) const {
     std::lock_guard lock{mutex_};
     auto it = seqs_.find(queue);
     if (it == seqs_.end()) return std::nullopt;
@@ -84,18 +81,24 @@ class held_deliveries {
   void forget_locked(const std::string& reply) {
     if (recent_.erase(reply) == 0) older_.erase(reply);
   }
-  std::uint64_t count_locked(const std::string& queue) const {
-    auto it = counts_.find(queue);
-    return it == counts_.end() ? 0 : it->second;
+  std::uint64_t count_locked(std::string_view queue) const {
+    auto it = seqs_.find(queue);
+    return it == seqs_.end() ? 0 : it->second.size();
   }
 
+  // Looked up by a queue's name as a view of an ack subject, without a string made for it.
+  struct name_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  template <class V>
+  using by_name = std::unordered_map<std::string, V, name_hash, std::equal_to<>>;
+
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::uint64_t> counts_;  // by queue
-  std::unordered_map<std::string, std::set<std::uint64_t>> seqs_;  // by queue: the stream sequences held
-  std::unordered_map<std::string, std::uint64_t> seq_of_;          // by ack subject
-  std::unordered_set<std::string> recent_;                 // arrived since the last due()
+  by_name<std::multiset<std::uint64_t>> seqs_;  // by queue: the stream sequences held (a count is their number)
+  std::unordered_set<std::string> recent_;      // arrived since the last due()
   std::unordered_set<std::string> older_;
-  std::unordered_set<std::string> unsynced_;  // queues settled since their last sync
+  std::unordered_set<std::string, name_hash, std::equal_to<>> unsynced_;  // queues settled since their last sync
 };
 
 }  // namespace amqp::bus::detail

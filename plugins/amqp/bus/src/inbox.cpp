@@ -3,8 +3,8 @@
 // (`<inbox>.r.<id>`), settlement of deliveries, and the parsing of `$JS.ACK` subjects. Its
 // callback runs on a nats thread: it hands each answer to its part, nothing else.
 #include <boost/asio/post.hpp>
+#include <array>
 #include <charconv>
-
 #include <tuple>
 
 #include "client_impl.hpp"
@@ -14,12 +14,21 @@ namespace amqp::bus::detail {
 
 namespace {
 
-std::vector<std::string_view> tokens(std::string_view s) {
-  std::vector<std::string_view> out;
+// A subject's tokens, up to the most a `$JS.ACK` subject has; more leave `size` 0. Without an
+// allocation: every delivery and every settlement parses one.
+struct subject_tokens {
+  std::array<std::string_view, 12> t;
+  std::size_t size = 0;
+  const std::string_view& operator[](std::size_t i) const { return t[i]; }
+};
+
+subject_tokens tokens(std::string_view s) {
+  subject_tokens out;
   std::size_t start = 0;
   for (;;) {
+    if (out.size == out.t.size()) return subject_tokens{};
     std::size_t dot = s.find('.', start);
-    out.push_back(s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    out.t[out.size++] = s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
     if (dot == std::string_view::npos) return out;
     start = dot + 1;
   }
@@ -33,10 +42,10 @@ bool to_u64(std::string_view s, std::uint64_t& out) {
 // Where the fields of a `$JS.ACK` subject start (the delivered count), or 0 if it is not one.
 // v1: $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
 // v2: $JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>[.<token>]
-std::size_t ack_fields_at(const std::vector<std::string_view>& t) {
-  if (t.size() < 9 || t[0] != "$JS" || t[1] != "ACK") return 0;
-  if (t.size() == 9) return 4;
-  if (t.size() >= 11) return 6;
+std::size_t ack_fields_at(const subject_tokens& t) {
+  if (t.size < 9 || t[0] != "$JS" || t[1] != "ACK") return 0;
+  if (t.size == 9) return 4;
+  if (t.size >= 11) return 6;
   return 0;
 }
 
@@ -57,29 +66,38 @@ std::string_view consumer_of(std::string_view reply) {
   return at == 0 ? std::string_view{} : t[at - 1];
 }
 
+std::optional<held_ref> held_ref_of(std::string_view reply) {
+  const auto t = tokens(reply);
+  const std::size_t at = ack_fields_at(t);
+  held_ref out;
+  if (at == 0 || !to_u64(t[at + 1], out.seq)) return std::nullopt;
+  out.queue = t[at - 1];
+  return out;
+}
+
 // ---- settlement ---------------------------------------------------------------------------
 
-void client_impl::unhold(const std::string& reply, bool sent) {
-  const std::string_view queue = consumer_of(reply);
-  held_.settled(queue, reply, sent);
+std::string_view client_impl::unhold(const std::string& reply, bool sent) {
+  const auto ref = held_ref_of(reply);
+  if (!ref) return {};
+  held_.settled(ref->queue, ref->seq, reply, sent);
+  return ref->queue;
 }
 
 // Sent before it stops counting as held: a count taken in between (on another thread) would
 // otherwise see the delivery neither held here nor settled on the server, and count it as ready
 // (a length limit would then drop one message too many).
-void client_impl::settle(const std::string& reply, const char* verb) {
-  if (closed_ || reply.rfind("$JS.ACK.", 0) != 0) return;
+std::string_view client_impl::settle(const std::string& reply, const char* verb) {
+  if (closed_ || reply.rfind("$JS.ACK.", 0) != 0) return {};
   natsConnection_PublishString(conn_.get(), reply.c_str(), verb);
-  unhold(reply);
+  return unhold(reply);
 }
 
 void client_impl::ack(const std::string& reply) {
-  settle(reply, "+ACK");
-  release_ordered(std::string{consumer_of(reply)});
+  if (auto queue = settle(reply, "+ACK"); !queue.empty()) release_ordered(queue);
 }
 void client_impl::term(const std::string& reply) {
-  settle(reply, "+TERM");
-  release_ordered(std::string{consumer_of(reply)});
+  if (auto queue = settle(reply, "+TERM"); !queue.empty()) release_ordered(queue);
 }
 
 // nats-server takes a consumer's acknowledgements in order, from a queue of their own: an
@@ -107,8 +125,10 @@ void client_impl::nak(const std::string& reply) {
   if (closed_ || reply.rfind("$JS.ACK.", 0) != 0) return;
   const std::string queue{consumer_of(reply)};
   delivery fields;
-  if (queue.empty() || inbox_.empty() || !parse_ack_subject(reply, fields))
-    return settle(reply, "-NAK");  // nothing to hold a pull for
+  if (queue.empty() || inbox_.empty() || !parse_ack_subject(reply, fields)) {
+    settle(reply, "-NAK");  // nothing to hold a pull for
+    return;
+  }
   unhold(reply, /*sent=*/false);
   {
     std::lock_guard lock{mutex_};
@@ -119,14 +139,15 @@ void client_impl::nak(const std::string& reply) {
 }
 
 // The queue's NAKs that no delivery held here precedes any more go, in stream order.
-void client_impl::release_ordered(const std::string& queue) {
+void client_impl::release_ordered(std::string_view queue) {
   if (!requeue_.any_ordered(queue)) return;
+  const std::string name{queue};
   std::vector<std::pair<std::uint64_t, std::string>> now;  // NAK id, ack subject
   {
     std::lock_guard lock{mutex_};
-    for (auto& reply : requeue_.ordered(queue, held_.lowest(queue))) {
+    for (auto& reply : requeue_.ordered(name, held_.lowest(name))) {
       const std::uint64_t id = next_id_++;
-      if (requeue_.nak_made(id, queue, reply, std::chrono::steady_clock::now())) now.emplace_back(id, std::move(reply));
+      if (requeue_.nak_made(id, name, reply, std::chrono::steady_clock::now())) now.emplace_back(id, std::move(reply));
     }
     arm_sweep();
   }

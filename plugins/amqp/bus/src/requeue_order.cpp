@@ -79,10 +79,10 @@ std::vector<std::string> requeue_order::ordered(const std::string& queue, std::o
   return out;
 }
 
-bool requeue_order::any_ordered(const std::string& queue) const {
+bool requeue_order::any_ordered(std::string_view queue) const {
   if (ordering_ == 0) return false;  // the common case, without the lock
   std::lock_guard lock{mutex_};
-  return orders_.contains(queue);
+  return orders_.contains(std::string{queue});
 }
 
 std::vector<requeue_order::resume_fn> requeue_order::expire(clock::time_point now, std::vector<held_nak>& unheld,

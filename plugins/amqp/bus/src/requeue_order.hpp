@@ -75,7 +75,7 @@ class requeue_order {
   // The queue's ordered NAKs that may go now, in stream order: those below the lowest sequence
   // the client still holds of it (`lowest_held`; nullopt: it holds none, and all may go).
   std::vector<std::string> ordered(const std::string& queue, std::optional<std::uint64_t> lowest_held);
-  bool any_ordered(const std::string& queue) const;
+  bool any_ordered(std::string_view queue) const;
   // Lifts the barriers older than requeue_wait (what waited, returned), the drain gates older
   // than drain_wait (their NAKs into `unheld`, to be sent) and the order gates older than
   // order_wait (their NAKs into `unordered`, in stream order, to be made).

@@ -23,7 +23,7 @@ TEST_CASE("held_deliveries: a delivery is reported within two periods of arrivin
   CHECK_FALSE(reported(held.due(), "r1"));  // arrived in this period
   CHECK(reported(held.due(), "r1"));
   CHECK(reported(held.due(), "r1"));
-  held.settled("q", "r1", /*sent=*/true);
+  held.settled("q", 1, "r1", /*sent=*/true);
   CHECK(held.due().empty());
 }
 
@@ -33,7 +33,7 @@ TEST_CASE("held_deliveries: a NAK on its way stops the count at once and the rep
   held.add("q", "r2", 2);
   CHECK(held.count("q") == 2);
   held.due();
-  held.settled("q", "r1", /*sent=*/false);
+  held.settled("q", 1, "r1", /*sent=*/false);
   CHECK(held.count("q") == 1);
   CHECK(reported(held.due(), "r1"));  // still held back from its ack wait
   held.stop_reporting("r1");
@@ -50,7 +50,7 @@ TEST_CASE("held_deliveries: a queue is synced once per settlement run, with its 
   CHECK(held_then == 0);
   held.add("q", "r1", 1);
   held.add("q", "r2", 2);
-  held.settled("q", "r1", true);
+  held.settled("q", 1, "r1", true);
   CHECK(held.take_unsynced("q", &held_then));
   CHECK(held_then == 1);
   CHECK_FALSE(held.take_unsynced("q", nullptr));  // synced: the next count needs none
@@ -67,7 +67,7 @@ TEST_CASE("held_deliveries: adds and settlements from several threads keep the c
       for (int i = 0; i < per_thread; ++i) {
         const std::string reply = std::to_string(t) + "." + std::to_string(i);
         held.add("q", reply, static_cast<std::uint64_t>(t * per_thread + i + 1));
-        if (i % 2 == 0) held.settled("q", reply, true);
+        if (i % 2 == 0) held.settled("q", static_cast<std::uint64_t>(t * per_thread + i + 1), reply, true);
       }
     });
   std::thread reporter([&] {
@@ -86,9 +86,9 @@ TEST_CASE("held_deliveries: the lowest sequence held of a queue follows what is 
   held.add("q", "r1", 1);
   held.add("other", "o1", 0);
   CHECK(held.lowest("q") == 1);
-  held.settled("q", "r1", /*sent=*/false);  // a NAK on its way: no longer held
+  held.settled("q", 1, "r1", /*sent=*/false);  // a NAK on its way: no longer held
   CHECK(held.lowest("q") == 3);
-  held.settled("q", "r3", true);
+  held.settled("q", 3, "r3", true);
   CHECK_FALSE(held.lowest("q"));
   CHECK(held.lowest("other") == 0);
 }
