@@ -124,8 +124,11 @@ class ManagementWithRabbitmqadmin(unittest.TestCase):
                          ("bonjour", "adm-orders", "eu.paris", False))
         self.assertEqual(got[0]["properties"], {"content_type": "text/plain", "headers": {"n": 1}, "delivery_mode": 2})
         self.assertEqual(self.ch.queue_declare("adm-eu", passive=True).method.message_count, 0)  # acked: gone
+        # As an operator does: the properties_key the listing gives ("eu.%23", RabbitMQ's quoting).
+        key = next(b["properties_key"] for b in bindings if b["source"] == "adm-orders")
+        self.assertEqual(key, "eu.%23")
         self.admin.ok("delete", "binding", "source=adm-orders", "destination=adm-eu", "destination_type=queue",
-                      "properties_key=eu.#")
+                      f"properties_key={key}")
         self.assertNotIn(("adm-orders", "adm-eu"),
                          [(b["source"], b["destination"]) for b in self.admin.json("list", "bindings")])
         self.admin.ok("delete", "queue", "name=adm-eu")
@@ -242,6 +245,10 @@ class ManagementWithRabbitmqadmin(unittest.TestCase):
         aggregated = samples(self.metrics_port)
         self.assertGreaterEqual(aggregated[("rabbitmq_queue_messages_ready", frozenset())], 3)
         self.assertGreaterEqual(aggregated[("rabbitmq_connections", frozenset())], 1)
+        amqp091 = frozenset({"protocol": "amqp091"}.items())
+        self.assertGreaterEqual(aggregated[("rabbitmq_global_messages_received_total", amqp091)], 4)
+        self.assertGreaterEqual(aggregated[("rabbitmq_global_messages_confirmed_total", amqp091)], 4)
+        self.assertGreaterEqual(aggregated[("rabbitmq_global_messages_delivered_get_manual_ack_total", amqp091)], 1)
         root = frozenset({"vhost": "/"}.items())
         self.assertGreater(aggregated[("cloud_amqp_bus_requests_total", root)], 0)
         before = aggregated.get(("cloud_amqp_refusals_total", frozenset({"vhost": "/", "code": "406"}.items())), 0)

@@ -19,10 +19,15 @@ BOOT_TIMEOUT = 120
 
 
 class RabbitMQ:
-    def __init__(self):
+    """With `management`: its management plugin on `management_port` and rabbitmq_prometheus on
+    `prometheus_port`, both on 127.0.0.1."""
+
+    def __init__(self, management=False):
         self.tmp = tempfile.mkdtemp(prefix="cloudtest-rabbitmq-")
         self.amqp_port = cloudtest.free_port()
         self.epmd_port = cloudtest.free_port()
+        self.management_port = cloudtest.free_port() if management else None
+        self.prometheus_port = cloudtest.free_port() if management else None
         self.pid_file = os.path.join(self.tmp, "rabbitmq.pid")
         self.procs = []          # epmd, then the server script (whose child is the Erlang VM)
         self.server_pid = None   # the Erlang VM, from the pid file
@@ -32,9 +37,12 @@ class RabbitMQ:
         config = os.path.join(self.tmp, "rabbitmq.conf")
         with open(config, "w") as f:
             f.write(f"listeners.tcp.default = 127.0.0.1:{self.amqp_port}\nloopback_users = none\n")
+            if management:
+                f.write(f"management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = {self.management_port}\n"
+                        f"prometheus.tcp.ip = 127.0.0.1\nprometheus.tcp.port = {self.prometheus_port}\n")
         plugins = os.path.join(self.tmp, "enabled_plugins")
         with open(plugins, "w") as f:
-            f.write("[].\n")
+            f.write("[rabbitmq_management,rabbitmq_prometheus].\n" if management else "[].\n")
         self.env = dict(os.environ)
         self.env.update({
             "HOME": os.path.join(self.tmp, "home"),
@@ -74,8 +82,9 @@ class RabbitMQ:
         self._read_pid()
         if waited.returncode != 0 or server.poll() is not None:
             raise AssertionError(f"RabbitMQ did not start ({waited.stdout}{waited.stderr}):\n{self.log('server.log')}")
-        if not cloudtest.wait_until(lambda: cloudtest.Cloud._accepts(self.amqp_port), 30):
-            raise AssertionError(f"RabbitMQ does not accept on {self.amqp_port}:\n{self.log('server.log')}")
+        for port in (self.amqp_port, self.management_port, self.prometheus_port):
+            if port and not cloudtest.wait_until(lambda: cloudtest.Cloud._accepts(port), 30):
+                raise AssertionError(f"RabbitMQ does not accept on {port}:\n{self.log('server.log')}")
         self.started_seconds = time.monotonic() - began
         return self
 

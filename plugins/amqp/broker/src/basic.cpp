@@ -74,6 +74,7 @@ void settle_all(basic_state& s, std::vector<outstanding_delivery> done, settleme
     std::stable_sort(done.begin(), done.end(),
                      [](const auto& a, const auto& b) { return a.stream_seq < b.stream_seq; });
   }
+  if (how == settlement::ack) broker::count(s.ctx.state().message_counters().acknowledged, done.size());
   for (auto& d : done) {
     switch (how) {
       case settlement::ack: bus.ack(d.reply); break;
@@ -236,6 +237,9 @@ class get_request final : public std::enable_shared_from_this<get_request> {
                     props ? std::string_view(*props) : std::string_view(d.amqp_props), d.body,
                     s_.ctx.frame_max());
     s_.ctx.send(std::move(out));
+    auto& counters = s_.ctx.state().message_counters();
+    broker::count(no_ack_ ? counters.delivered_get_auto_ack : counters.delivered_get_manual_ack);
+    if (d.delivered > 1) broker::count(counters.redelivered);
     if (no_ack_) {
       s_.ctx.bus().ack(d.reply);
     } else {
@@ -250,6 +254,7 @@ class get_request final : public std::enable_shared_from_this<get_request> {
     if (e.status == bus::pull_status::no_messages || e.status == bus::pull_status::request_expired ||
         e.status == bus::pull_status::consumer_gone) {
       s_.ctx.reply(wire::basic_get_empty{});
+      broker::count(s_.ctx.state().message_counters().get_empty);
       return finish();
     }
     if (e.status == bus::pull_status::denied) {
@@ -313,6 +318,9 @@ std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_a
                   props ? std::string_view(*props) : std::string_view(d.amqp_props), d.body,
                   s.ctx.frame_max());
   s.ctx.send(std::move(out));
+  auto& counters = s.ctx.state().message_counters();
+  broker::count(no_ack ? counters.delivered_consume_auto_ack : counters.delivered_consume_manual_ack);
+  if (d.delivered > 1) broker::count(counters.redelivered);
   if (no_ack) {
     bus.ack(d.reply);
   } else {

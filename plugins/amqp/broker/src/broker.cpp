@@ -524,6 +524,14 @@ std::map<int, std::uint64_t> broker::refusals() const {
   return refusals_;
 }
 
+message_counts broker::counts() const {
+  auto of = [](const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+  const auto& c = counters_;
+  return {of(c.received), of(c.received_confirm), of(c.confirmed), of(c.unroutable_returned),
+          of(c.delivered_consume_manual_ack), of(c.delivered_consume_auto_ack), of(c.delivered_get_manual_ack),
+          of(c.delivered_get_auto_ack), of(c.get_empty), of(c.redelivered), of(c.acknowledged)};
+}
+
 void broker::deletion_started(const std::string& queue) {
   std::lock_guard lock(owners_mutex_);
   ++deletions_[queue].under_way;
@@ -578,6 +586,8 @@ std::vector<consumer_view> consumers_of(const broker& b) { return b.consumers();
 std::shared_ptr<bus::client> bus_of(const broker& b) { return b.bus_ptr(); }
 
 std::map<int, std::uint64_t> refusals_of(const broker& b) { return b.refusals(); }
+
+message_counts message_counts_of(const broker& b) { return b.counts(); }
 
 
 void stop_broker(broker& b) { b.stop(); }

@@ -172,6 +172,17 @@ class broker : public std::enable_shared_from_this<broker> {
   // A channel or connection exception this vhost raised, by reply code (an operator's metric).
   void count_refusal(wire::reply_code code);
   std::map<int, std::uint64_t> refusals() const;
+  // message_counts, counted as the channels go (relaxed: each is read alone, by an operator).
+  struct counters {
+    std::atomic<std::uint64_t> received{0}, received_confirm{0}, confirmed{0}, unroutable_returned{0},
+        delivered_consume_manual_ack{0}, delivered_consume_auto_ack{0}, delivered_get_manual_ack{0},
+        delivered_get_auto_ack{0}, get_empty{0}, redelivered{0}, acknowledged{0};
+  };
+  static void count(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
+    counter.fetch_add(n, std::memory_order_relaxed);
+  }
+  counters& message_counters() { return counters_; }
+  message_counts counts() const;
 
  private:
   struct consumer_ref {
@@ -239,6 +250,7 @@ class broker : public std::enable_shared_from_this<broker> {
   };
   std::map<std::string, deletion> deletions_;  // queues whose deletion has not reached the bus
   std::map<int, std::uint64_t> refusals_;        // by reply code
+  counters counters_;
   bool stopped_ = false;
 
 };

@@ -37,6 +37,12 @@ bool routable(channel_context& ctx, const std::string& exchange, const std::stri
       [&](const routing::topology& t) { return t.routable(exchange, key); });
 }
 
+// A publish's fate, for its confirm; a stored one counts as confirmed.
+std::vector<publish_confirms::confirm> record_outcome(basic_state& s, std::uint64_t seq, publish_confirms::outcome o) {
+  if (o == publish_confirms::outcome::ack) broker::count(s.ctx.state().message_counters().confirmed);
+  return s.confirms.record(seq, o);
+}
+
 void send_confirms(channel_context& ctx, const std::vector<publish_confirms::confirm>& frames) {
   for (const auto& f : frames) {
     if (f.kind == publish_confirms::outcome::ack) {
@@ -68,6 +74,7 @@ void confirm_now(basic_state& s, const std::vector<publish_confirms::confirm>& f
 // basic.return 312 NO_ROUTE with the publisher's own properties and body, as one unit.
 void return_unroutable(channel_context& ctx, const wire::basic_publish& m,
                        const std::string& property_octets, const std::string& body) {
+  broker::count(ctx.state().message_counters().unroutable_returned);
   std::string out;
   encode_delivery(out, ctx.id(),
                   wire::basic_return_{static_cast<std::uint16_t>(wire::reply_code::no_route),
@@ -93,7 +100,7 @@ void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus
   // A refusal of the user closes the channel, as RabbitMQ refuses a publish to an exchange the
   // user may not write; under confirms anything else is a nack.
   if (seq != 0 && (stored || stored.error().kind != bus::bus_errc::denied)) {
-    confirm_soon(s, s.confirms.record(seq, stored ? publish_confirms::outcome::ack
+    confirm_soon(s, record_outcome(s, seq, stored ? publish_confirms::outcome::ack
                                                   : publish_confirms::outcome::nack));
     return;
   }
@@ -170,7 +177,7 @@ void publish_direct_reply(basic_state& s, const wire::basic_publish& m, std::str
   auto subject = routing::direct_reply_subject(m.routing_key);
   if (!subject) {  // not an address this adaptor handed out: nobody can be there
     if (m.mandatory) return_unroutable(chan, m, property_octets, body);
-    if (seq != 0) confirm_now(s, s.confirms.record(seq, publish_confirms::outcome::ack));
+    if (seq != 0) confirm_now(s, record_outcome(s, seq, publish_confirms::outcome::ack));
     return;
   }
   const std::size_t cost = count_in_flight(s, property_octets, body);
@@ -307,7 +314,7 @@ task<> reject(basic_state& s, std::shared_ptr<limited_publish> p, std::vector<st
     const bool trim_done = co_await trimmed(s, *p);
     if (!trim_done) co_return;
   }
-  if (p->seq != 0) confirm_now(s, s.confirms.record(p->seq, publish_confirms::outcome::nack));
+  if (p->seq != 0) confirm_now(s, record_outcome(s, p->seq, publish_confirms::outcome::nack));
 }
 
 // Judged against the counts once this channel's earlier publishes are in them; it holds the
@@ -383,7 +390,7 @@ task<> publish_selected(basic_state& s, publish_request p, std::string subject, 
   });
   if (own.empty() && others.empty()) {
     if (m.mandatory) return_unroutable(chan, m, p.property_octets, p.body);
-    if (seq != 0) confirm_now(s, s.confirms.record(seq, publish_confirms::outcome::ack));
+    if (seq != 0) confirm_now(s, record_outcome(s, seq, publish_confirms::outcome::ack));
     co_return;
   }
   chan.state().expect_expiries(m.exchange, m.routing_key, p.property_octets);
@@ -400,7 +407,7 @@ task<> publish_selected(basic_state& s, publish_request p, std::string subject, 
     all_stored = all_stored && answer.ok();
   }
   if (seq != 0) {
-    confirm_now(s, s.confirms.record(seq, all_stored ? publish_confirms::outcome::ack : publish_confirms::outcome::nack));
+    confirm_now(s, record_outcome(s, seq, all_stored ? publish_confirms::outcome::ack : publish_confirms::outcome::nack));
   }
 }
 
@@ -443,7 +450,9 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
   if (!rewrite_direct_reply_to(s, p.property_octets)) return;
   auto next_seq = [&] {
     if (chan.confirms && !s.confirms.enabled()) s.confirms.select();
-    return s.confirms.enabled() ? s.confirms.next() : std::uint64_t{0};
+    if (!s.confirms.enabled()) return std::uint64_t{0};
+    broker::count(chan.state().message_counters().received_confirm);
+    return s.confirms.next();
   };
   if (m.exchange.empty() && routing::names_direct_reply(m.routing_key)) {
     const std::uint64_t seq = next_seq();
@@ -461,7 +470,7 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
     // Stored nowhere, returned when mandatory; under confirms still acked (a return is not a
     // failure to publish).
     if (m.mandatory) return_unroutable(chan, m, p.property_octets, p.body);
-    if (seq != 0) confirm_now(s, s.confirms.record(seq, publish_confirms::outcome::ack));
+    if (seq != 0) confirm_now(s, record_outcome(s, seq, publish_confirms::outcome::ack));
     return;
   }
   chan.state().expect_expiries(m.exchange, m.routing_key, p.property_octets);
@@ -506,6 +515,7 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
                     "the immediate flag is not implemented; publish with mandatory to learn that nothing is bound",
                     during);
   }
+  broker::count(ctx.state().message_counters().received);
   publish_request p{std::move(m), std::move(property_octets), std::move(body)};
   if (auto def = exchange_in_mirror(ctx, p.m.exchange)) return publish_to(*state_, std::move(p), *def, std::move(method_turn));
   ctx.spawn(during, publish_after_lookup(*state_, std::move(p), method_turn), method_turn);

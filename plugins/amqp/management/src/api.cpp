@@ -77,9 +77,6 @@ json exchange_json(const std::string& vhost, const std::string& name, const rout
           {"user_who_performed_action", "rmq-internal"}};
 }
 
-// RabbitMQ's properties_key of a binding without arguments: its routing key, "~" for none.
-std::string properties_key(const std::string& routing_key) { return routing_key.empty() ? "~" : routing_key; }
-std::string routing_key_of(const std::string& props) { return props == "~" ? "" : props; }
 
 json binding_json(const std::string& vhost, const std::string& source, const std::string& queue,
                   const std::string& key) {
@@ -156,6 +153,33 @@ net::awaitable<reply> api::answer(request r, const principal& who) {
 
 // ---- reads ------------------------------------------------------------------------------------
 
+namespace {
+
+// RabbitMQ's message_stats counts (no rates: rates_mode is none), this process's since it started.
+json message_stats(const std::vector<vhost>& in) {
+  std::uint64_t publish = 0, confirm = 0, returned = 0, deliver = 0, deliver_no_ack = 0, get = 0, get_no_ack = 0,
+                get_empty = 0, redeliver = 0, ack = 0;
+  for (const auto& v : in) {
+    const auto c = broker::message_counts_of(*v.broker);
+    publish += c.received;
+    confirm += c.confirmed;
+    returned += c.unroutable_returned;
+    deliver += c.delivered_consume_manual_ack;
+    deliver_no_ack += c.delivered_consume_auto_ack;
+    get += c.delivered_get_manual_ack;
+    get_no_ack += c.delivered_get_auto_ack;
+    get_empty += c.get_empty;
+    redeliver += c.redelivered;
+    ack += c.acknowledged;
+  }
+  return {{"publish", publish},     {"confirm", confirm},   {"return_unroutable", returned},
+          {"deliver", deliver},     {"deliver_no_ack", deliver_no_ack}, {"get", get},
+          {"get_no_ack", get_no_ack}, {"get_empty", get_empty}, {"redeliver", redeliver},
+          {"ack", ack},             {"deliver_get", deliver + deliver_no_ack + get + get_no_ack}};
+}
+
+}  // namespace
+
 net::awaitable<reply> api::overview(const std::vector<vhost>& in) {
   std::uint64_t queues = 0, exchanges = 0, ready = 0, unacked = 0, consumers = 0;
   for (const auto& v : in) {
@@ -167,11 +191,10 @@ net::awaitable<reply> api::overview(const std::vector<vhost>& in) {
     auto peek = [bus] { return bus->peek_all_queues(); };
     auto pool = bus->worker_executor();
     auto counts = co_await off_loop(pool, std::move(peek));
-    if (counts && *counts) {
-      for (const auto& [name, info] : **counts) {
-        ready += info.ready();
-        unacked += info.held_here;
-      }
+    if (!counts || !*counts) co_return error_reply(503, "bus_unavailable", counts ? (*counts).error().text : "no answer");
+    for (const auto& [name, info] : **counts) {
+      ready += info.ready();
+      unacked += info.held_here;
     }
   }
   const auto conns = connections_json(in);
@@ -195,7 +218,7 @@ net::awaitable<reply> api::overview(const std::vector<vhost>& in) {
                                    {"consumers", consumers}}},
                                  {"queue_totals",
                                   {{"messages", ready + unacked}, {"messages_ready", ready}, {"messages_unacknowledged", unacked}}},
-                                 {"message_stats", json::object()},
+                                 {"message_stats", message_stats(in)},
                                  {"listeners", listeners},
                                  {"exchange_types",
                                   json::array({{{"name", "direct"}, {"enabled", true}},
@@ -212,7 +235,7 @@ net::awaitable<reply> api::queues(const request& r, const std::vector<vhost>& in
     auto peek = [bus] { return bus->peek_all_queues(); };
     auto pool = bus->worker_executor();
     auto counts = co_await off_loop(pool, std::move(peek));
-    if (!counts || !*counts) co_return error_reply(503, "bus_unavailable", (*counts).error().text);
+    if (!counts || !*counts) co_return error_reply(503, "bus_unavailable", counts ? (*counts).error().text : "no answer");
     for (const auto& [name, def] : t.queues()) {
       auto info = (**counts).find(routing::consumer_name(name));
       auto c = consumers.find(name);
@@ -233,7 +256,12 @@ net::awaitable<reply> api::queue(const vhost& v, const std::string& name) {
   auto peek = [bus, consumer = routing::consumer_name(name)] { return bus->peek_queue(consumer); };
   auto pool = bus->worker_executor();
   auto info = co_await off_loop(pool, std::move(peek));
-  const bus::queue_info* counted = info && *info ? &**info : nullptr;
+  if (!info) co_return error_reply(503, "bus_unavailable", "no answer");
+  // A queue whose consumer is still being made is "down" with nothing counted; any other failure
+  // is the bus's, said as such.
+  if (!*info && (*info).error().kind != bus::bus_errc::not_found)
+    co_return error_reply(503, "bus_unavailable", (*info).error().text);
+  const bus::queue_info* counted = *info ? &**info : nullptr;
   const auto consumers = consumer_counts(*v.broker);
   auto c = consumers.find(name);
   co_return json_reply(200, queue_json(v.name, src_.node, name, *def, counted, c == consumers.end() ? 0 : c->second));
@@ -447,7 +475,7 @@ net::awaitable<reply> api::get(const request& r, const principal& who) {
     if (!vs) co_return missing(1);
     json items = json::array();
     for (auto& b : bindings_json(*vs))
-      if (b["source"] == p[3] && b["destination"] == p[5] && (n == 6 || b["properties_key"] == p[6]))
+      if (b["source"] == p[3] && b["destination"] == p[5] && (n == 6 || b["routing_key"] == routing_key_of(p[6])))
         items.push_back(std::move(b));
     if (n == 7) co_return items.empty() ? not_found() : json_reply(200, items[0]);
     co_return list(std::move(items));

@@ -50,23 +50,62 @@ struct queue_sample {
 };
 
 // Blocking, on the bus pool: every queue of one vhost with its counts.
-std::vector<queue_sample> sample_vhost(const vhost& v) {
+bus::bus_result<std::vector<queue_sample>> sample_vhost(const vhost& v) {
   std::vector<queue_sample> out;
   const auto t = broker::topology_of(*v.broker);
   auto counts = broker::bus_of(*v.broker)->peek_all_queues();
+  if (!counts) return counts.error();
   std::map<std::string, std::uint32_t> consumers;
   for (const auto& c : broker::consumers_of(*v.broker)) ++consumers[c.queue];
   for (const auto& [name, def] : t.queues()) {
     queue_sample q{v.name, name, 0, 0, consumers[name]};
-    if (counts) {
-      if (auto it = counts->find(routing::consumer_name(name)); it != counts->end()) {
-        q.ready = it->second.ready();
-        q.unacked = it->second.held_here;
-      }
-    }
+    if (auto it = counts->find(routing::consumer_name(name)); it != counts->end()) {
+      q.ready = it->second.ready();
+      q.unacked = it->second.held_here;
+    }  // else its consumer is still being made: nothing stored for it yet
     out.push_back(std::move(q));
   }
   return out;
+}
+
+// RabbitMQ's global counters, summed over the vhosts (rabbitmq_global_messages_*).
+void global_counters(exposition& e, const std::vector<vhost>& vhosts) {
+  broker::message_counts sum;
+  for (const auto& v : vhosts) {
+    const auto c = broker::message_counts_of(*v.broker);
+    sum.received += c.received;
+    sum.received_confirm += c.received_confirm;
+    sum.confirmed += c.confirmed;
+    sum.unroutable_returned += c.unroutable_returned;
+    sum.delivered_consume_manual_ack += c.delivered_consume_manual_ack;
+    sum.delivered_consume_auto_ack += c.delivered_consume_auto_ack;
+    sum.delivered_get_manual_ack += c.delivered_get_manual_ack;
+    sum.delivered_get_auto_ack += c.delivered_get_auto_ack;
+    sum.get_empty += c.get_empty;
+    sum.redelivered += c.redelivered;
+    sum.acknowledged += c.acknowledged;
+  }
+  const std::uint64_t delivered = sum.delivered_consume_manual_ack + sum.delivered_consume_auto_ack +
+                                  sum.delivered_get_manual_ack + sum.delivered_get_auto_ack;
+  const std::pair<const char*, std::uint64_t> counters[] = {
+      {"received", sum.received},
+      {"received_confirm", sum.received_confirm},
+      {"confirmed", sum.confirmed},
+      {"unroutable_returned", sum.unroutable_returned},
+      {"delivered", delivered},
+      {"delivered_consume_manual_ack", sum.delivered_consume_manual_ack},
+      {"delivered_consume_auto_ack", sum.delivered_consume_auto_ack},
+      {"delivered_get_manual_ack", sum.delivered_get_manual_ack},
+      {"delivered_get_auto_ack", sum.delivered_get_auto_ack},
+      {"get_empty", sum.get_empty},
+      {"redelivered", sum.redelivered},
+      {"acknowledged", sum.acknowledged},
+  };
+  for (const auto& [what, value] : counters) {
+    const std::string name = std::string("rabbitmq_global_messages_") + what + "_total";
+    e.family(name, "counter", "Messages, as RabbitMQ's global counter of this name counts them, since this process started");
+    e.sample(name, "protocol=\"amqp091\"", value);
+  }
 }
 
 }  // namespace
@@ -78,8 +117,11 @@ net::awaitable<reply> api::metrics(bool per_object) {
     auto sample = [&v] { return sample_vhost(v); };
     auto pool = broker::bus_of(*v.broker)->worker_executor();
     auto got = co_await off_loop(pool, std::move(sample));
-    if (!got) continue;
-    queues.insert(queues.end(), std::make_move_iterator(got->begin()), std::make_move_iterator(got->end()));
+    // A figure the bus could not give is no figure: the scrape fails, and Prometheus says so.
+    if (!got || !*got)
+      co_return reply{503, "the bus did not give vhost '" + v.name + "''s counts: " + (got ? got->error().text : "no answer") + "\n",
+                      "text/plain; version=0.0.4", {}, {}};
+    queues.insert(queues.end(), std::make_move_iterator((*got)->begin()), std::make_move_iterator((*got)->end()));
   }
   const auto conns = src_.connections ? src_.connections() : std::vector<connection_view>{};
   std::uint64_t channels = 0;
@@ -131,6 +173,7 @@ net::awaitable<reply> api::metrics(bool per_object) {
     }
   }
 
+  global_counters(e, vhosts);
   e.family("cloud_amqp_bus_requests_total", "counter", "JetStream API and bucket requests made, per vhost");
   for (const auto& v : vhosts)
     e.sample("cloud_amqp_bus_requests_total", "vhost=\"" + label(v.name) + "\"",

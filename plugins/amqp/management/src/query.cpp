@@ -1,6 +1,7 @@
 #include "query.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <regex>
 #include <vector>
@@ -68,6 +69,28 @@ bool flag(const query& q, std::string_view key) {
 }
 
 }  // namespace
+
+std::string properties_key(std::string_view routing_key) {
+  if (routing_key.empty()) return "~";
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : routing_key) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.') {
+      out += static_cast<char>(c);
+    } else if (c == ' ') {
+      out += '+';
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 0xF];
+    }
+  }
+  return out;
+}
+
+std::string routing_key_of(std::string_view properties_key) {
+  return properties_key == "~" ? std::string{} : percent_decode(properties_key, true);
+}
 
 std::string percent_decode(std::string_view text, bool plus_is_space) {
   std::string out;

@@ -19,6 +19,11 @@ query parse_query(std::string_view text);
 // A path segment or a query part, percent-decoded.
 std::string percent_decode(std::string_view text, bool plus_is_space = false);
 
+// RabbitMQ's properties_key of a binding without arguments, which names it in a path: "~" for an
+// empty routing key, else the key quoted as a form value ("a.#" is "a.%23"); and back.
+std::string properties_key(std::string_view routing_key);
+std::string routing_key_of(std::string_view properties_key);
+
 // The list as the query shapes it; the 400 reason when a parameter is not valid.
 struct shaped {
   nlohmann::json body;

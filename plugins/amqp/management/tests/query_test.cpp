@@ -65,3 +65,10 @@ TEST_CASE("management query: bad paging is a 400 reason, naming the parameter") 
   CHECK(shape_list(named({"a"}), parse_query("page=1&page_size=501")).bad_request->find("500") != std::string::npos);
   CHECK(shape_list(named({"a"}), parse_query("page=3")).bad_request->find("past the last page") != std::string::npos);
 }
+
+TEST_CASE("management query: a binding's properties_key is RabbitMQ's quoting of its routing key, and back") {
+  CHECK(properties_key("") == "~");
+  CHECK(properties_key("a.#") == "a.%23");
+  CHECK(properties_key("eu.*.x y~") == "eu.%2A.x+y%7E");
+  for (const char* key : {"", "a.#", "eu.*.x y~", "plain-key_1"}) CHECK(routing_key_of(properties_key(key)) == key);
+}

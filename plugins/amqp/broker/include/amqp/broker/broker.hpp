@@ -143,6 +143,22 @@ std::vector<consumer_view> consumers_of(const broker& b);
 std::shared_ptr<bus::client> bus_of(const broker& b);
 // The channel and connection exceptions raised so far, by reply code.
 std::map<int, std::uint64_t> refusals_of(const broker& b);
+// What this process's channels of the vhost did with messages since it started, RabbitMQ's global
+// counters (rabbitmq_prometheus's rabbitmq_global_messages_*, the management API's message_stats).
+struct message_counts {
+  std::uint64_t received = 0;          // basic.publish
+  std::uint64_t received_confirm = 0;  // of them, on a channel in confirm mode
+  std::uint64_t confirmed = 0;         // basic.ack sent for a publish
+  std::uint64_t unroutable_returned = 0;
+  std::uint64_t delivered_consume_manual_ack = 0;
+  std::uint64_t delivered_consume_auto_ack = 0;
+  std::uint64_t delivered_get_manual_ack = 0;
+  std::uint64_t delivered_get_auto_ack = 0;
+  std::uint64_t get_empty = 0;
+  std::uint64_t redelivered = 0;
+  std::uint64_t acknowledged = 0;  // deliveries a client acked
+};
+message_counts message_counts_of(const broker& b);
 // The connection ended: exclusive queues it owned are deleted. Called once, after every
 // channel of the connection got closed().
 void connection_closed(broker& b, std::uint64_t connection_id);
