@@ -267,6 +267,8 @@ accounts {
     users: [
       {user: svc, password: svc-pw}
       {user: alice, password: alice-pw}
+      # May do all but keep policies in the topology bucket.
+      {user: nopolicy, password: nopolicy-pw, permissions: {publish: {allow: [">"], deny: ["$KV.amqp.p.>"]}}}
     ]
   }
   PROD: {
@@ -296,6 +298,16 @@ class ManagementUnderBusAuthentication(cloudtest.CloudOnItsNats):
         self.assertIn("Access refused", Admin(self.api_port, "alice", "wrong").refused("list", "queues"))
         status, body = http(self.api_port, "/api/overview", user="nobody", password="x")
         self.assertEqual((status, body["reason"]), (401, "Login failed"))
+
+    def test_a_policy_the_bus_does_not_let_the_user_keep_is_403(self):
+        status, body = http(self.api_port, "/api/policies/%2F/forbidden", "PUT",
+                            {"pattern": "^x$", "definition": {"max-length": 1}}, user="nopolicy", password="nopolicy-pw")
+        self.assertEqual((status, body["error"]), (403, "access_refused"), body)
+        self.assertEqual(http(self.api_port, "/api/policies/%2F/forbidden", user="alice", password="alice-pw")[0], 404)
+        alice = Admin(self.api_port, "alice", "alice-pw")
+        alice.ok("declare", "policy", "name=allowed", "pattern=^x$", 'definition={"max-length":1}')
+        self.assertEqual([p["name"] for p in alice.json("list", "policies")], ["allowed"])
+        alice.ok("delete", "policy", "name=allowed")
 
     def test_each_user_sees_and_changes_its_own_vhost_only(self):
         alice, pat = Admin(self.api_port, "alice", "alice-pw"), Admin(self.api_port, "pat", "pat-pw")

@@ -9,6 +9,7 @@ import base64
 import json
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 import pika
@@ -30,6 +31,20 @@ def get(port, path):
                                      headers={"Authorization": "Basic " + base64.b64encode(b"guest:guest").decode()})
     with urllib.request.urlopen(request, timeout=30) as reply:
         return json.loads(reply.read())
+
+
+def request(port, path, method, body=None):
+    """(status, JSON or None) of a write."""
+    data = None if body is None else json.dumps(body).encode()
+    r = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method, data=data,
+                               headers={"Authorization": "Basic " + base64.b64encode(b"guest:guest").decode(),
+                                        "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(r, timeout=30) as reply:
+            text = reply.read()
+            return reply.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read() or b"null")
 
 
 def queue_samples(port, path, queue):
@@ -196,6 +211,41 @@ class ManagementBesideRabbitMQ(unittest.TestCase):
                     "sections": sorted(k for k in defs if k not in ("users", "permissions"))}
 
         self.assert_alike(self.on_both(scenario))
+
+    def test_a_policy_is_kept_shown_and_applied_alike(self):
+        def scenario(s, api, metrics):
+            queue, policy, dlx = s.name("limited"), s.name("limit"), s.name("dlx")
+            s.ch.queue_declare(queue, durable=True, arguments={"x-max-length": 10})
+            for n in range(5):
+                s.ch.basic_publish("", queue, f"m{n}".encode())
+            body = {"pattern": f"^{queue}$", "apply-to": "queues", "priority": 1,
+                    "definition": {"max-length": 3, "message-ttl": 600000, "dead-letter-exchange": dlx}}
+            refusals = [request(api, f"/api/policies/%2F/{policy}", "PUT", bad)[0] for bad in (
+                {"definition": {"max-length": 3}}, {"pattern": "^a", "definition": {}},
+                {"pattern": "^a", "definition": {"message-ttl": -1}}, {"pattern": "^a", "definition": {"foo": 1}},
+                {"pattern": "^a", "apply-to": "streams", "definition": {"expires": 1}})]
+            put = [request(api, f"/api/policies/%2F/{policy}", "PUT", body)[0] for _ in range(2)]
+
+            def applied():
+                q = get(api, f"/api/queues/%2F/{queue}")
+                return q.get("policy") == policy and q.get("messages_ready") == 3
+            # RabbitMQ's figures come from its statistics, emitted every 5 s.
+            self.assertTrue(cloudtest.wait_until(applied, 20), get(api, f"/api/queues/%2F/{queue}"))
+            q = get(api, f"/api/queues/%2F/{queue}")
+            got = [s.ch.basic_get(queue, auto_ack=True)[2] for _ in range(4)]
+            listed = [p for p in get(api, "/api/policies/%2F") if p["name"] == policy]
+            deleted = [request(api, f"/api/policies/%2F/{policy}", "DELETE")[0] for _ in range(2)]
+            s.ch.queue_delete(queue)
+            return {"refusals": refusals, "put": put, "deleted": deleted, "listed": listed,
+                    "queue": {k: q.get(k) for k in ("policy", "effective_policy_definition", "arguments",
+                                                    "operator_policy")},
+                    "left after the trim": [m.decode() if m else None for m in got]}
+
+        seen = self.on_both(scenario)
+        self.assertEqual((seen["adaptor"]["put"], seen["adaptor"]["deleted"], seen["adaptor"]["refusals"],
+                          seen["adaptor"]["left after the trim"]),
+                         ([201, 204], [204, 404], [400] * 5, ["m2", "m3", "m4", None]), seen)
+        self.assert_alike(seen)
 
 
 if __name__ == "__main__":

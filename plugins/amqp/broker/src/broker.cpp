@@ -98,9 +98,12 @@ bool broker::apply_locked(const std::string& key, const std::optional<std::strin
   if (parsed && parsed->what == routing::bucket_key::kind::use) return false;  // not topology
   bool existed = false;
   if (parsed) {
-    existed = parsed->what == routing::bucket_key::kind::queue
-                  ? topology_.find_queue(parsed->name) != nullptr
-                  : topology_.find_exchange(parsed->name) != nullptr;
+    switch (parsed->what) {
+      case routing::bucket_key::kind::queue: existed = topology_.find_queue(parsed->name) != nullptr; break;
+      case routing::bucket_key::kind::exchange: existed = topology_.find_exchange(parsed->name) != nullptr; break;
+      case routing::bucket_key::kind::policy: existed = topology_.policies().contains(parsed->name); break;
+      case routing::bucket_key::kind::use: break;
+    }
   }
   std::optional<std::string_view> json;
   if (value) json = *value;
@@ -138,6 +141,7 @@ void broker::on_watch_change(const std::string& key, const std::optional<std::st
     });
     if (expires) expiry_->look_by(parsed->name, std::chrono::steady_clock::now() + std::chrono::milliseconds(*expires));
   }
+  if (changed && parsed && parsed->what == routing::bucket_key::kind::policy) look_at_policy_queues(parsed->name);
   if (changed && !value && parsed && parsed->what == routing::bucket_key::kind::queue) {
     std::vector<std::weak_ptr<channel_context>> channels;
     {
@@ -148,6 +152,24 @@ void broker::on_watch_change(const std::string& key, const std::optional<std::st
     }
     notify_deleted(parsed->name, std::move(channels));
   }
+}
+
+void broker::look_at_policy_queues(const std::string& policy) {
+  if (!expiry_) return;
+  std::vector<std::pair<std::string, std::uint64_t>> looks;  // queue, in how many ms
+  read_topology([&](const routing::topology& t) {
+    for (const auto& [name, def] : t.queues()) {
+      const auto* applied = t.policy_of(name);
+      if (!applied || *applied != policy) continue;
+      if (def.message_ttl || def.dead_letter) {
+        looks.emplace_back(name, 0);
+      } else if (def.expires) {
+        looks.emplace_back(name, *def.expires);
+      }
+    }
+  });
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [queue, in_ms] : looks) expiry_->look_by(std::move(queue), now + std::chrono::milliseconds(in_ms));
 }
 
 void broker::open() {

@@ -113,6 +113,9 @@ class broker : public std::enable_shared_from_this<broker> {
   // replica's expiry check (expiry.hpp).
   enum class use { declare, get, consumer_gone };
   void note_use(const std::string& queue, use how);
+  // A policy came or changed: the queues it gives a TTL, a dead-letter exchange or an expiry are
+  // looked at as a declaration with those arguments would have them looked at.
+  void look_at_policy_queues(const std::string& policy);
   // A message this process publishes to (exchange, key), with these content-header properties
   // (its `expiration`): each queue it reaches whose head may expire while nobody reads it is
   // looked at when the message expires there (expiry.hpp). Costs nothing while no queue has an

@@ -7,6 +7,7 @@
 #include "amqp/routing/names.hpp"
 #include "channel_context.hpp"
 #include "dead_letter.hpp"
+#include "topology_store.hpp"
 
 namespace amqp::broker {
 namespace {
@@ -82,6 +83,23 @@ std::vector<length_limit> limits_reached(const broker& b, std::string_view excha
     }
     return limits;
   });
+}
+
+counts_or_failure ready_counts(broker& b, bus::client& bus, const std::vector<std::string>& queues, bool for_dropping) {
+  std::vector<std::uint64_t> counts;
+  for (const auto& q : queues) {
+    auto info = bus.queue_info(routing::consumer_name(q));
+    if (!info && info.error().kind == bus::bus_errc::not_found) {
+      counts.push_back(0);
+      continue;
+    }
+    if (!info) return info.error();
+    if (for_dropping) info->num_ack_pending = info->held_here;  // nothing counted requeued
+    auto n = store::message_count(b, bus, q, *info);
+    if (auto* f = std::get_if<bus::bus_error>(&n)) return *f;
+    counts.push_back(std::get<std::uint64_t>(n));
+  }
+  return counts;
 }
 
 void drop_heads(broker& b, boost::asio::any_io_executor ex, const std::string& queue, std::uint64_t n,

@@ -13,7 +13,10 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
+
+#include "amqp/bus/client.hpp"
 
 #include "amqp/routing/topology.hpp"
 
@@ -30,6 +33,14 @@ struct length_limit {
 // The length-limited queues a publish to (exchange, key) reaches; empty at once when no queue
 // has a limit.
 std::vector<length_limit> limits_reached(const broker& b, std::string_view exchange, std::string_view key);
+
+// Blocking: the ready count of each queue, as queue.declare counts it. `for_dropping`: only what
+// was never delivered. The bus counts a requeued message and one delivered to another replica (or
+// still on its way here) alike, as unacked; dropping on the account of one of those would drop a
+// message within the limit, so a drop-head queue holding requeued messages may exceed its limit by
+// those instead.
+using counts_or_failure = std::variant<std::vector<std::uint64_t>, bus::bus_error>;
+counts_or_failure ready_counts(broker& b, bus::client& bus, const std::vector<std::string>& queues, bool for_dropping);
 
 // Takes up to `n` messages off the head of `queue`, each given up as `maxlen` (dead-lettered, or
 // dropped); then `done` runs on `ex`. Stops early when the queue has no more to give.

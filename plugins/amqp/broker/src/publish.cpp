@@ -208,32 +208,9 @@ struct limited_publish {
   std::vector<length_limit> limits;
 };
 
-using counts_or_failure = std::variant<std::vector<std::uint64_t>, bus::bus_error>;
 
 const length_limit& limit_of(const limited_publish& p, const std::string& queue) {
   return *std::find_if(p.limits.begin(), p.limits.end(), [&](const length_limit& l) { return l.queue == queue; });
-}
-
-// Blocking: the ready count of each queue, as queue.declare counts it. `for_dropping`: only what
-// was never delivered. The bus counts a requeued message and one delivered to another replica (or
-// still on its way here) alike, as unacked; dropping on the account of one of those would drop a
-// message within the limit, so a drop-head queue holding requeued messages may exceed its limit by
-// those instead.
-counts_or_failure ready_counts(broker& b, bus::client& bus, const std::vector<std::string>& queues, bool for_dropping) {
-  std::vector<std::uint64_t> counts;
-  for (const auto& q : queues) {
-    auto info = bus.queue_info(routing::consumer_name(q));
-    if (!info && info.error().kind == bus::bus_errc::not_found) {
-      counts.push_back(0);
-      continue;
-    }
-    if (!info) return info.error();
-    if (for_dropping) info->num_ack_pending = info->held_here;  // nothing counted requeued
-    auto n = store::message_count(b, bus, q, *info);
-    if (auto* f = std::get_if<bus::bus_error>(&n)) return *f;
-    counts.push_back(std::get<std::uint64_t>(n));
-  }
-  return counts;
 }
 
 std::vector<std::string> queues_with(const std::vector<length_limit>& limits, bool drop_head) {

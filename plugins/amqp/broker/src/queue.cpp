@@ -21,9 +21,10 @@ std::uint32_t clamp32(std::uint64_t n) {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(n, std::numeric_limits<std::uint32_t>::max()));
 }
 
+// What the queue declared (a redeclaration is compared with its arguments, not its policy's).
 std::optional<routing::queue_def> find(channel_context& ctx, const std::string& name) {
   return ctx.state().read_topology([&](const routing::topology& t) -> std::optional<routing::queue_def> {
-    const auto* def = t.find_queue(name);
+    const auto* def = t.find_declared(name);
     if (def == nullptr) return std::nullopt;
     return *def;
   });

@@ -13,6 +13,7 @@
 
 #include "amqp/bus/base64.hpp"
 #include "amqp/routing/names.hpp"
+#include "amqp/routing/policy.hpp"
 #include "amqp/routing/subject.hpp"
 #include "amqp/wire/codec.hpp"
 #include "definitions.hpp"
@@ -45,10 +46,25 @@ std::map<std::string, std::uint32_t> consumer_counts(const broker::broker& b) {
   return counts;
 }
 
-json queue_json(const std::string& vhost, const std::string& node, const std::string& name,
-                const routing::queue_def& d, const bus::queue_info* info, std::uint32_t consumers) {
+// A policy as RabbitMQ lists one.
+json policy_entry(const std::string& vhost, const std::string& name, const routing::compiled_policy& p) {
+  auto entry = json::parse(routing::encode_policy(p.rules));
+  entry["vhost"] = vhost;
+  entry["name"] = name;
+  return entry;
+}
+
+// `arguments` are what the queue declared; the policy that applies to it is named beside them.
+json queue_json(const std::string& vhost, const std::string& node, const routing::topology& t, const std::string& name,
+                const bus::queue_info* info, std::uint32_t consumers) {
+  const auto& d = *t.find_declared(name);
   const std::uint64_t unacked = info ? info->held_here : 0;
   const std::uint64_t ready = info ? info->ready() : 0;
+  json policy = nullptr, effective = json::object();
+  if (const auto* applied = t.policy_of(name)) {
+    policy = *applied;
+    effective = json::parse(routing::encode_policy(t.policies().at(*applied)->rules))["definition"];
+  }
   return {{"name", name},
           {"vhost", vhost},
           {"durable", d.durable},
@@ -60,7 +76,9 @@ json queue_json(const std::string& vhost, const std::string& node, const std::st
           {"messages_ready", ready},
           {"messages_unacknowledged", unacked},
           {"node", node},
-          {"policy", nullptr},
+          {"policy", policy},
+          {"operator_policy", nullptr},
+          {"effective_policy_definition", effective},
           {"exclusive_consumer_tag", nullptr},
           {"state", info ? "running" : "down"},
           {"type", "classic"}};
@@ -236,10 +254,11 @@ net::awaitable<reply> api::queues(const request& r, const std::vector<vhost>& in
     auto pool = bus->worker_executor();
     auto counts = co_await off_loop(pool, std::move(peek));
     if (!counts || !*counts) co_return error_reply(503, "bus_unavailable", counts ? (*counts).error().text : "no answer");
-    for (const auto& [name, def] : t.queues()) {
+    for (const auto& entry : t.queues()) {
+      const auto& name = entry.first;
       auto info = (**counts).find(routing::consumer_name(name));
       auto c = consumers.find(name);
-      items.push_back(queue_json(v.name, src_.node, name, def, info == (**counts).end() ? nullptr : &info->second,
+      items.push_back(queue_json(v.name, src_.node, t, name, info == (**counts).end() ? nullptr : &info->second,
                                  c == consumers.end() ? 0 : c->second));
     }
   }
@@ -264,7 +283,7 @@ net::awaitable<reply> api::queue(const vhost& v, const std::string& name) {
   const bus::queue_info* counted = *info ? &**info : nullptr;
   const auto consumers = consumer_counts(*v.broker);
   auto c = consumers.find(name);
-  co_return json_reply(200, queue_json(v.name, src_.node, name, *def, counted, c == consumers.end() ? 0 : c->second));
+  co_return json_reply(200, queue_json(v.name, src_.node, t, name, counted, c == consumers.end() ? 0 : c->second));
 }
 
 json api::exchanges_json(const std::vector<vhost>& in) const {
@@ -492,6 +511,25 @@ net::awaitable<reply> api::get(const request& r, const principal& who) {
     for (const auto& v : *vs) mirrors.emplace_back(v.name, broker::topology_of(*v.broker));
     co_return json_reply(200, export_definitions(mirrors, src_.product_version, n == 2));
   }
+  if (p[0] == "policies" && n <= 3) {
+    auto vs = in(1);
+    if (!vs) co_return missing(1);
+    json items = json::array();
+    for (const auto& v : *vs) {
+      const auto t = broker::topology_of(*v.broker);
+      for (const auto& [name, policy] : t.policies())
+        if (n < 3 || name == p[2]) items.push_back(policy_entry(v.name, name, *policy));
+    }
+    if (n == 3) co_return items.empty() ? not_found() : json_reply(200, items[0]);
+    co_return list(std::move(items));
+  }
+  // No runtime parameter component (shovel, federation) is implemented, so none is set; the
+  // operator policies are none for the same reason.
+  if ((p[0] == "parameters" && n <= 3) || (p[0] == "operator-policies" && n <= 2)) {
+    if (n >= 3 && !in(2)) co_return missing(2);
+    if (p[0] == "operator-policies" && n == 2 && !in(1)) co_return missing(1);
+    co_return list(json::array());
+  }
   if (p[0] == "connections" && n == 1) co_return list(connections_json(allowed));
   if (p[0] == "vhosts" && n == 3 && p[2] == "connections") {
     auto vs = in(1);
@@ -584,11 +622,48 @@ net::awaitable<reply> api::write(const request& r, const principal& who) {
     auto answered = co_await unbind(*v, p[3], p[5], p[6], who);
     co_return answered;
   }
-  if (n >= 2 && !v && (p[0] == "queues" || p[0] == "exchanges" || p[0] == "bindings" || p[0] == "definitions"))
+  if (p[0] == "policies" && n == 3 && v && (put || del)) {
+    auto answered = co_await change_policy(*v, p[2], r, who);
+    co_return answered;
+  }
+  // Nothing can be set there, so nothing is there to delete (parameters/{component}/{vhost}/{name}).
+  if (p[0] == "parameters" && n == 4 && (put || del)) {
+    if (!find(p[2]) || del) co_return not_found();
+    co_return bad_request("Validation failed\n\ncomponent " + p[1] +
+                          " not found: runtime parameters (shovels, federation) are not implemented\n");
+  }
+  if (p[0] == "operator-policies" && n == 3 && v && (put || del)) {
+    if (del) co_return not_found();
+    co_return bad_request("Validation failed\n\noperator policies are not implemented: set a policy "
+                          "(PUT /api/policies/{vhost}/{name}), which the adaptor applies\n");
+  }
+  if (n >= 2 && !v &&
+      (p[0] == "queues" || p[0] == "exchanges" || p[0] == "bindings" || p[0] == "definitions" || p[0] == "policies" ||
+       p[0] == "operator-policies"))
     co_return not_found();
   reply refused = error_reply(405, "Method Not Allowed", "Method Not Allowed");
   refused.allow = "GET, HEAD";
   co_return refused;
+}
+
+// PUT or DELETE of a policy: written to the vhost's bucket through `who`'s own bus client.
+net::awaitable<reply> api::change_policy(const vhost& v, const std::string& name, const request& r,
+                                         const principal& who) {
+  const bool del = r.method == "DELETE";
+  auto change = [&who, b = v.broker, vhost = v.name, name, body = r.body, del]() -> std::optional<broker::policy_change> {
+    auto client = who.client_for(vhost);
+    if (!client) return std::nullopt;
+    return del ? broker::delete_policy(*b, *client, name) : broker::put_policy(*b, *client, name, body);
+  };
+  auto pool = broker::bus_of(*v.broker)->worker_executor();
+  auto done = co_await off_loop(pool, std::move(change));
+  if (!done || !*done) co_return refused_vhost();
+  const auto& c = **done;
+  if (c.refused) co_return bad_request("Validation failed\n\n" + *c.refused + "\n");
+  if (c.failure && c.denied) co_return error_reply(403, "access_refused", "policy " + name + ": " + *c.failure);
+  if (c.failure) co_return error_reply(503, "bus_unavailable", "policy " + name + ": " + *c.failure);
+  if (del) co_return c.existed ? no_content() : not_found();
+  co_return c.existed ? no_content() : created();
 }
 
 // One operator channel for one request, through the user's client in the vhost; nullptr when the
@@ -802,6 +877,7 @@ net::awaitable<reply> api::import(const request& r, const std::optional<vhost>& 
   for (const auto& e : defs->exchanges) named.push_back(e.vhost);
   for (const auto& q : defs->queues) named.push_back(q.vhost);
   for (const auto& b : defs->bindings) named.push_back(b.vhost);
+  for (const auto& p : defs->policies) named.push_back(p.vhost);
   for (const auto& name : named)
     if (!find(name)) co_return bad_request("vhost '" + name + "' is not served here; CLOUD_AMQP_VHOSTS lists the others");
   for (const auto& v : all_vhosts()) {
@@ -813,6 +889,12 @@ net::awaitable<reply> api::import(const request& r, const std::optional<vhost>& 
 }
 
 net::awaitable<reply> api::import_into(const vhost& v, const definitions& defs, const principal& who) {
+  for (const auto& p : defs.policies) {
+    if (p.vhost != v.name) continue;
+    request put{"PUT", {}, {}, p.json};
+    auto answered = co_await change_policy(v, p.name, put, who);
+    if (answered.status >= 300) co_return answered;
+  }
   auto ch = co_await open_operator(v, who);
   if (!ch) co_return refused_vhost();
   std::string why;

@@ -72,6 +72,8 @@ class api {
                                         const principal& who);
   boost::asio::awaitable<reply> get_messages(const vhost& v, const std::string& queue, const request& r,
                                              const principal& who);
+  boost::asio::awaitable<reply> change_policy(const vhost& v, const std::string& name, const request& r,
+                                              const principal& who);
   boost::asio::awaitable<reply> import(const request& r, const std::optional<vhost>& only, const principal& who);
   boost::asio::awaitable<reply> import_into(const vhost& v, const definitions& defs, const principal& who);
   nlohmann::json exchanges_json(const std::vector<vhost>& in) const;

@@ -1,6 +1,7 @@
 #include "definitions.hpp"
 
 #include "amqp/routing/names.hpp"
+#include "amqp/routing/policy.hpp"
 #include "amqp/routing/subject.hpp"
 
 namespace amqp::management {
@@ -31,7 +32,6 @@ bool refuses_sections(const json& file, std::string& why) {
       {"users", "users are the bus's: add them to the NATS account of their vhost"},
       {"permissions", "permissions are the bus's: NATS subject permissions decide what a user may do"},
       {"topic_permissions", "permissions are the bus's: NATS subject permissions decide what a user may do"},
-      {"policies", "policies are not implemented: give each queue its arguments"},
       {"parameters", "parameters (shovels, federation) are not implemented"},
       {"global_parameters", "global parameters are not implemented"},
   };
@@ -119,6 +119,20 @@ bool read_bindings(const json& file, const std::optional<std::string>& vhost, de
   return true;
 }
 
+bool read_policies(const json& file, const std::optional<std::string>& vhost, definitions& out, std::string& why) {
+  for (const auto& p : file.value("policies", json::array())) {
+    auto v = vhost_of(p, vhost, why);
+    auto name = text_of(p, "name", nullptr);
+    if (!v) return false;
+    if (!name) {
+      why = "a policy needs a name: " + p.dump();
+      return false;
+    }
+    out.policies.push_back({*v, *name, p.dump()});
+  }
+  return true;
+}
+
 }  // namespace
 
 json queue_arguments(const routing::queue_def& d) {
@@ -138,7 +152,8 @@ json queue_arguments(const routing::queue_def& d) {
 
 json export_definitions(const std::vector<std::pair<std::string, routing::topology>>& vhosts,
                         const std::string& product_version, bool one_vhost) {
-  json queues = json::array(), exchanges = json::array(), bindings = json::array(), names = json::array();
+  json queues = json::array(), exchanges = json::array(), bindings = json::array(), names = json::array(),
+       policies = json::array();
   auto in = [one_vhost](json entry, const std::string& vhost) {
     if (!one_vhost) entry["vhost"] = vhost;
     return entry;
@@ -151,7 +166,14 @@ json export_definitions(const std::vector<std::pair<std::string, routing::topolo
                               {"auto_delete", d.auto_delete}, {"internal", d.internal}, {"arguments", json::object()}},
                              vhost));
     }
-    for (const auto& [name, d] : t.queues()) {
+    for (const auto& [name, policy] : t.policies()) {
+      auto entry = json::parse(routing::encode_policy(policy->rules));
+      entry["name"] = name;
+      policies.push_back(in(std::move(entry), vhost));
+    }
+    for (const auto& entry : t.queues()) {
+      const auto& name = entry.first;
+      const auto& d = *t.find_declared(name);  // its arguments, not its policy's
       if (d.exclusive) continue;  // a connection's, gone with it
       queues.push_back(in({{"name", name}, {"durable", d.durable}, {"auto_delete", d.auto_delete},
                            {"arguments", queue_arguments(d)}},
@@ -164,7 +186,7 @@ json export_definitions(const std::vector<std::pair<std::string, routing::topolo
   }
   json file = {{"rabbit_version", rabbitmq_version}, {"rabbitmq_version", rabbitmq_version},
                {"product_name", "cloud"},            {"product_version", product_version},
-               {"policies", json::array()},          {"parameters", json::array()},
+               {"policies", policies},               {"parameters", json::array()},
                {"queues", queues},                   {"exchanges", exchanges},
                {"bindings", bindings}};
   if (!one_vhost) {
@@ -183,7 +205,7 @@ std::optional<definitions> import_definitions(const json& file, const std::optio
     why = "a definitions file is a JSON object";
     return std::nullopt;
   }
-  for (const char* key : {"queues", "exchanges", "bindings", "vhosts"}) {
+  for (const char* key : {"queues", "exchanges", "bindings", "vhosts", "policies"}) {
     if (file.contains(key) && !file[key].is_array()) {
       why = std::string(key) + " must be a list";
       return std::nullopt;
@@ -199,8 +221,8 @@ std::optional<definitions> import_definitions(const json& file, const std::optio
     }
     out.vhosts.push_back(*name);
   }
-  if (!read_exchanges(file, vhost, out, why) || !read_queues(file, vhost, out, why) ||
-      !read_bindings(file, vhost, out, why))
+  if (!read_policies(file, vhost, out, why) || !read_exchanges(file, vhost, out, why) ||
+      !read_queues(file, vhost, out, why) || !read_bindings(file, vhost, out, why))
     return std::nullopt;
   return out;
 }

@@ -1,8 +1,8 @@
 #pragma once
-// RabbitMQ's definitions file (GET and POST /api/definitions): the exchanges, queues and bindings
-// of each vhost, written as RabbitMQ exports them and read back as it imports them. Users,
-// permissions, policies and parameters are the bus's (NATS accounts) or not implemented, so an
-// import that carries any is refused, naming which, instead of being half applied. Pure: no I/O.
+// RabbitMQ's definitions file (GET and POST /api/definitions): the policies, exchanges, queues and
+// bindings of each vhost, written as RabbitMQ exports them and read back as it imports them. Users,
+// permissions and parameters are the bus's (NATS accounts) or not implemented, so an import that
+// carries any is refused, naming which, instead of being half applied. Pure: no I/O.
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -36,10 +36,15 @@ struct definitions {
   struct binding {
     std::string vhost, source, destination, routing_key;
   };
+  struct policy {
+    std::string vhost, name;
+    std::string json;  // the entry, read as PUT /api/policies reads its body
+  };
   std::vector<std::string> vhosts;  // the file's vhosts list: each must be one this process serves
   std::vector<exchange> exchanges;
   std::vector<queue> queues;
   std::vector<binding> bindings;
+  std::vector<policy> policies;
 };
 
 // The declarations a file asks for, each in `vhost` when given (the per-vhost import) or in its

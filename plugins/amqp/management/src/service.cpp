@@ -48,7 +48,7 @@ std::optional<request> parse_target(std::string_view target, std::string_view pr
     r.path.push_back(percent_decode(path.substr(start, slash - start)));
     start = slash + 1;
   }
-  if (!path.empty() && path.back() == '/') r.path.emplace_back();  // "queues/" names no object
+  // One trailing slash names the same thing ("queues/" is "queues"), as RabbitMQ reads a path.
   return r;
 }
 

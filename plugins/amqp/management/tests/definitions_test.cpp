@@ -1,6 +1,7 @@
 // RabbitMQ's definitions file: written as it exports, read as it imports, refusing what it cannot apply.
 #include <doctest/doctest.h>
 
+#include "amqp/routing/policy.hpp"
 #include "definitions.hpp"
 
 using namespace amqp;
@@ -21,6 +22,10 @@ routing::topology orders_topology() {
   routing::queue_def mine;
   mine.exclusive = true;
   t.put_queue("amq.gen-1", mine);
+  auto limit = routing::parse_policy(R"({"pattern":"^eu$","apply-to":"queues","definition":{"max-length":5}})",
+                                     routing::name_rules::escaped);
+  REQUIRE(limit);
+  t.put_policy("limit", *routing::compile(*limit));
   return t;
 }
 
@@ -36,6 +41,9 @@ TEST_CASE("definitions: an export has what RabbitMQ's has, without the standard 
   CHECK(file["bindings"] == json::array({{{"source", "orders"}, {"vhost", "/"}, {"destination", "eu"},
                                           {"destination_type", "queue"}, {"routing_key", "eu.#"},
                                           {"arguments", json::object()}}}));
+  // The queue's arguments are what it declared; the policy's are the policy's.
+  CHECK(file["policies"] == json::array({{{"vhost", "/"}, {"name", "limit"}, {"pattern", "^eu$"}, {"apply-to", "queues"},
+                                          {"definition", {{"max-length", 5}}}, {"priority", 0}}}));
   const auto one = export_definitions({{"/", orders_topology()}}, "0.1.0", true);
   CHECK_FALSE(one.contains("vhosts"));
   CHECK_FALSE(one["queues"][0].contains("vhost"));
@@ -53,18 +61,24 @@ TEST_CASE("definitions: what was exported imports back, entry for entry") {
   CHECK(defs->queues[0].arguments["x-message-ttl"] == 60000);
   REQUIRE(defs->bindings.size() == 1);
   CHECK(defs->bindings[0].routing_key == "eu.#");
+  REQUIRE(defs->policies.size() == 1);
+  CHECK(defs->policies[0].name == "limit");
+  CHECK(defs->policies[0].vhost == "/");
+  CHECK(routing::parse_policy(defs->policies[0].json, routing::name_rules::escaped));
   // The per-vhost shape: entries take the vhost of the path.
   auto into = import_definitions(export_definitions({{"/", orders_topology()}}, "0.1.0", true), "prod", why);
   REQUIRE(into);
   CHECK(into->queues[0].vhost == "prod");
 }
 
-TEST_CASE("definitions: users, permissions, policies and exchange bindings are refused, by name") {
+TEST_CASE("definitions: users, permissions, parameters and exchange bindings are refused, by name") {
   std::string why;
   CHECK_FALSE(import_definitions(json{{"users", {{{"name", "u"}}}}}, std::nullopt, why));
   CHECK(why.starts_with("users cannot be imported: users are the bus's"));
-  CHECK_FALSE(import_definitions(json{{"policies", {{{"name", "p"}}}}}, std::nullopt, why));
-  CHECK(why.starts_with("policies cannot be imported"));
+  CHECK_FALSE(import_definitions(json{{"parameters", {{{"name", "p"}}}}}, std::nullopt, why));
+  CHECK(why.starts_with("parameters cannot be imported"));
+  CHECK_FALSE(import_definitions(json{{"policies", {{{"pattern", "p"}}}}}, "/", why));
+  CHECK(why.starts_with("a policy needs a name"));
   CHECK_FALSE(import_definitions(json{{"bindings", {{{"vhost", "/"}, {"source", "a"}, {"destination", "b"},
                                                       {"destination_type", "exchange"}, {"routing_key", ""}}}}},
                                  std::nullopt, why));

@@ -4,6 +4,7 @@
 
 #include "amqp/routing/filters.hpp"
 #include "amqp/routing/names.hpp"
+#include "amqp/routing/policy.hpp"
 
 namespace amqp::routing {
 namespace {
@@ -78,6 +79,19 @@ std::optional<wire::refusal> topology::apply(std::string_view key, std::optional
     put_exchange(parsed->name, *def);
     return std::nullopt;
   }
+  if (parsed->what == bucket_key::kind::policy) {
+    if (!json) {
+      erase_policy(parsed->name);
+      return std::nullopt;
+    }
+    // Read in the most permissive mode: the writer checked the names under its own.
+    auto p = parse_policy(*json, name_rules::escaped);
+    if (!p) return wire::refusal{wire::reply_code::internal_error, "malformed policy in the topology bucket: " + p.error().text};
+    auto compiled = compile(std::move(*p));
+    if (!compiled) return wire::refusal{wire::reply_code::internal_error, "malformed policy in the topology bucket: its pattern"};
+    put_policy(parsed->name, std::move(*compiled));
+    return std::nullopt;
+  }
   if (!json) {
     erase_queue(parsed->name);
     return std::nullopt;
@@ -106,20 +120,7 @@ bool topology::erase_exchange(std::string_view name) {
   return true;
 }
 
-void topology::put_queue(std::string_view name, queue_def def) {
-  auto it = queues_.find(name);
-  if (it == queues_.end()) {
-    it = queues_.emplace(std::string(name), queue_def{}).first;
-  } else {
-    unindex_queue(name, it->second);
-    if (it->second.max_length) --length_limited_;
-    if (it->second.message_ttl || it->second.dead_letter) --timed_;
-  }
-  it->second = std::move(def);
-  if (it->second.max_length) ++length_limited_;
-  if (it->second.message_ttl || it->second.dead_letter) ++timed_;
-  index_queue(name, it->second);
-}
+void topology::put_queue(std::string_view name, queue_def def) { settle_queue(name, std::move(def)); }
 
 bool topology::erase_queue(std::string_view name) {
   auto it = queues_.find(name);
@@ -128,7 +129,97 @@ bool topology::erase_queue(std::string_view name) {
   if (it->second.max_length) --length_limited_;
   if (it->second.message_ttl || it->second.dead_letter) --timed_;
   queues_.erase(it);
+  if (auto d = declared_.find(name); d != declared_.end()) declared_.erase(d);
+  if (auto p = policy_of_.find(name); p != policy_of_.end()) policy_of_.erase(p);
   return true;
+}
+
+const topology::policy_map::value_type* topology::policy_for(std::string_view queue) const {
+  const policy_map::value_type* best = nullptr;
+  auto before = [](const policy_map::value_type& a, const policy_map::value_type& b) {
+    const auto& x = a.second->rules;
+    const auto& y = b.second->rules;
+    if (x.priority != y.priority) return x.priority > y.priority;
+    if (x.apply_to != y.apply_to) return x.apply_to == policy_target::queues;
+    return a.first < b.first;
+  };
+  for (const auto& entry : policies_)
+    if (entry.second->matches_queue(queue) && (!best || before(entry, *best))) best = &entry;
+  return best;
+}
+
+bool topology::settle_queue(std::string_view name, queue_def declared) {
+  const auto* applied = policy_for(name);
+  std::optional<queue_def> kept;  // what was declared, where the policy changed it
+  queue_def working;
+  if (applied) {
+    working = with_policy(declared, applied->second->rules);
+    if (working != declared) kept = std::move(declared);
+  } else {
+    working = std::move(declared);
+  }
+  auto it = queues_.find(name);
+  bool changed = true;
+  if (it == queues_.end()) {
+    it = queues_.emplace(std::string(name), queue_def{}).first;
+  } else if (it->second == working) {
+    changed = false;
+  } else {
+    unindex_queue(name, it->second);
+    if (it->second.max_length) --length_limited_;
+    if (it->second.message_ttl || it->second.dead_letter) --timed_;
+  }
+  if (changed) {
+    it->second = std::move(working);
+    if (it->second.max_length) ++length_limited_;
+    if (it->second.message_ttl || it->second.dead_letter) ++timed_;
+    index_queue(name, it->second);
+  }
+  if (kept) {
+    declared_.insert_or_assign(std::string(name), std::move(*kept));
+  } else if (auto d = declared_.find(name); d != declared_.end()) {
+    declared_.erase(d);
+  }
+  if (applied) {
+    policy_of_.insert_or_assign(std::string(name), applied->first);
+  } else if (auto p = policy_of_.find(name); p != policy_of_.end()) {
+    policy_of_.erase(p);
+  }
+  return changed;
+}
+
+std::vector<std::string> topology::settle_all_queues() {
+  std::vector<std::string> changed;
+  std::vector<std::string> names;
+  names.reserve(queues_.size());
+  for (const auto& entry : queues_) names.push_back(entry.first);
+  for (const auto& name : names) {
+    queue_def declared = *find_declared(name);
+    if (settle_queue(name, std::move(declared))) changed.push_back(name);
+  }
+  return changed;
+}
+
+std::vector<std::string> topology::put_policy(std::string_view name, compiled_policy p) {
+  policies_.insert_or_assign(std::string(name), std::make_shared<const compiled_policy>(std::move(p)));
+  return settle_all_queues();
+}
+
+std::vector<std::string> topology::erase_policy(std::string_view name) {
+  auto it = policies_.find(name);
+  if (it == policies_.end()) return {};
+  policies_.erase(it);
+  return settle_all_queues();
+}
+
+const queue_def* topology::find_declared(std::string_view name) const {
+  if (auto d = declared_.find(name); d != declared_.end()) return &d->second;
+  return find_queue(name);
+}
+
+const std::string* topology::policy_of(std::string_view queue) const {
+  auto it = policy_of_.find(queue);
+  return it == policy_of_.end() ? nullptr : &it->second;
 }
 
 std::string_view to_string(overflow_mode mode) {

@@ -96,6 +96,7 @@ std::string dump(const json& value) {
 std::string exchange_key(std::string_view exchange) { return "x." + exchange_word(exchange); }
 std::string queue_key(std::string_view queue) { return "q." + name_word(queue); }
 std::string use_key(std::string_view queue) { return "u." + name_word(queue); }
+std::string policy_key(std::string_view policy) { return "p." + name_word(policy); }
 
 std::optional<bucket_key> parse_bucket_key(std::string_view key) {
   if (key.size() < 3 || key[1] != '.') return std::nullopt;
@@ -105,12 +106,13 @@ std::optional<bucket_key> parse_bucket_key(std::string_view key) {
   if (key[0] == 'x') {
     name = exchange_of_word(word);
     if (name && is_standard_exchange(*name)) return std::nullopt;
-  } else if (key[0] == 'q' || key[0] == 'u') {
-    what = key[0] == 'q' ? bucket_key::kind::queue : bucket_key::kind::use;
+  } else if (key[0] == 'q' || key[0] == 'u' || key[0] == 'p') {
+    what = key[0] == 'q' ? bucket_key::kind::queue : key[0] == 'u' ? bucket_key::kind::use : bucket_key::kind::policy;
     name = name_of_word(word);
   }
   // Read in either mode: whichever rules declared a name, its key means that name.
-  if (!name || check_name(name_rules::escaped, key[0] == 'x' ? "exchange" : "queue", *name)) return std::nullopt;
+  const auto* noun = key[0] == 'x' ? "exchange" : key[0] == 'p' ? "policy" : "queue";
+  if (!name || check_name(name_rules::escaped, noun, *name)) return std::nullopt;
   return bucket_key{what, std::move(*name)};
 }
 

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -159,6 +160,20 @@ struct message_counts {
   std::uint64_t acknowledged = 0;  // deliveries a client acked
 };
 message_counts message_counts_of(const broker& b);
+// RabbitMQ's policies (routing/policy.hpp), kept in the vhost's bucket and applied by every
+// replica's mirror. Blocking (call it on the bus's pool). The write goes through `as`, the
+// operator's own bus client, so the bus's permissions apply; the mirror here has it at once. As in
+// RabbitMQ, a queue the policy gives an expiry counts as used now, and one it gives a drop-head
+// length limit is trimmed to it.
+struct policy_change {
+  bool existed = false;                // the name had a policy before
+  std::optional<std::string> refused;  // not a policy to keep: why, in RabbitMQ's terms (a 400)
+  std::optional<std::string> failure;  // the bus did not take the change: its words
+  bool denied = false;                 // of them, the bus's permissions refused this user
+};
+// `json`: the policy as RabbitMQ's API takes it.
+policy_change put_policy(broker& b, bus::client& as, const std::string& name, std::string_view json);
+policy_change delete_policy(broker& b, bus::client& as, const std::string& name);
 // The connection ended: exclusive queues it owned are deleted. Called once, after every
 // channel of the connection got closed().
 void connection_closed(broker& b, std::uint64_t connection_id);

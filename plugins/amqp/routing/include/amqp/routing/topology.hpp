@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -91,19 +92,21 @@ struct route_window {
 };
 bool admitted(const std::vector<route_window>& windows, std::string_view subject, std::uint64_t seq);
 
-// Bucket keys: "x." + exchange_word and "q." + name_word; and "u." + name_word, when a queue with
-// x-expires was last declared or read (milliseconds since the epoch, in decimal), not topology.
+// Bucket keys: "x." + exchange_word and "q." + name_word; "p." + name_word, a policy (policy.hpp);
+// and "u." + name_word, when a queue with x-expires was last declared or read (milliseconds since
+// the epoch, in decimal), not topology.
 std::string exchange_key(std::string_view exchange);
 std::string queue_key(std::string_view queue);
 std::string use_key(std::string_view queue);
+std::string policy_key(std::string_view policy);
 
 struct bucket_key {
-  enum class kind { exchange, queue, use };
+  enum class kind { exchange, queue, use, policy };
   kind what;
   std::string name;
   friend bool operator==(const bucket_key&, const bucket_key&) = default;
 };
-// The inverse, in either CLOUD_AMQP_NAMES mode: nullopt for a key none of those three makes, or
+// The inverse, in either CLOUD_AMQP_NAMES mode: nullopt for a key none of those four makes, or
 // whose name no mode accepts.
 std::optional<bucket_key> parse_bucket_key(std::string_view key);
 
@@ -120,30 +123,48 @@ std::string encode_queue(const queue_def& def);
 wire::result<exchange_def> parse_exchange(std::string_view json);
 wire::result<queue_def> parse_queue(std::string_view json);
 
+struct compiled_policy;  // policy.hpp
+
 // The mirror. Not thread-safe: one strand owns it. The standard exchanges ("", amq.direct,
 // amq.fanout, amq.topic) always exist and cannot be replaced or erased.
+//
+// A queue is kept as it works: what it declared with the features of the policy that applies to
+// it (the highest priority matching its name; at equal priority one applying to queues only before
+// one applying to all, then by name, where RabbitMQ leaves the choice undefined). What it declared
+// is kept beside it when a policy changed something.
 class topology {
  public:
   using queue_map = std::map<std::string, queue_def, std::less<>>;
+  using policy_map = std::map<std::string, std::shared_ptr<const compiled_policy>, std::less<>>;
 
   topology();
 
   // One KV update: a value (put) or nullopt (delete/purge marker). `x.` keys touch only
-  // exchanges and `q.` keys only queues; `u.` keys nothing. A malformed key or value leaves the mirror unchanged
-  // and is returned as a refusal for the caller to log.
+  // exchanges, `q.` keys only queues and `p.` keys policies; `u.` keys nothing. A malformed key or
+  // value leaves the mirror unchanged and is returned as a refusal for the caller to log.
   std::optional<wire::refusal> apply(std::string_view bucket_key, std::optional<std::string_view> json);
 
   // Local writes (the same connection sees them at once; the caller then writes the bucket).
   // put_exchange/erase_exchange return false for a standard exchange (left untouched);
-  // erase_* return false when the name was absent.
+  // erase_* return false when the name was absent. put_queue takes what the queue declared.
   bool put_exchange(std::string_view name, exchange_def def);
   bool erase_exchange(std::string_view name);
   void put_queue(std::string_view name, queue_def def);
   bool erase_queue(std::string_view name);
+  // A policy put or erased: every queue is looked at again. Returns the queues whose features
+  // changed, sorted.
+  std::vector<std::string> put_policy(std::string_view name, compiled_policy p);
+  std::vector<std::string> erase_policy(std::string_view name);
 
   // nullptr when absent. Pointers stay valid until that name is next written or erased.
   const exchange_def* find_exchange(std::string_view name) const;
+  // The queue as it works (with its policy's features).
   const queue_def* find_queue(std::string_view name) const;
+  // The queue as it was declared (what its arguments said).
+  const queue_def* find_declared(std::string_view name) const;
+  // The name of the policy that applies to the queue; nullptr when none does.
+  const std::string* policy_of(std::string_view queue) const;
+  const policy_map& policies() const { return policies_; }
   const queue_map& queues() const { return queues_; }
   // Every exchange, the standard ones included (a copy: for an operator's listing).
   std::map<std::string, exchange_def, std::less<>> exchanges() const;
@@ -194,9 +215,16 @@ class topology {
   void index_queue(std::string_view queue, const queue_def& def);
   void unindex_queue(std::string_view queue, const queue_def& def);
   const exchange_index* index_of(std::string_view exchange) const;
+  const policy_map::value_type* policy_for(std::string_view queue) const;
+  // Sets the queue's working definition from `declared` and the policies; true when it changed.
+  bool settle_queue(std::string_view name, queue_def declared);
+  std::vector<std::string> settle_all_queues();
 
   std::map<std::string, exchange_def, std::less<>> exchanges_;
   queue_map queues_;
+  queue_map declared_;  // only where a policy changed what the queue declared
+  std::map<std::string, std::string, std::less<>> policy_of_;  // queue → the policy applied
+  policy_map policies_;
   std::size_t length_limited_ = 0;  // queues with a max_length
   std::size_t timed_ = 0;           // queues with a message_ttl or a dead_letter
   std::map<std::string, exchange_index, std::less<>> index_;
