@@ -189,6 +189,25 @@ class ManagementWithRabbitmqadmin(unittest.TestCase):
         status, _ = http(self.api_port, "/api/queues/%2F/adm-bad", "PATCH")
         self.assertEqual(status, 405)
 
+    def test_overview_rates_follow_the_work_and_fall_back_to_zero(self):
+        self.ch.queue_declare("adm-rates", auto_delete=False)
+
+        def publish_rate():
+            stats = http(self.api_port, "/api/overview")[1]["message_stats"]
+            return stats["publish_details"]["rate"]
+
+        def busy():  # publishing while asking: the rate covers the last 5 s sample
+            for n in range(20):
+                self.ch.basic_publish("", "adm-rates", b"x")
+            return publish_rate() > 0
+        self.assertEqual(http(self.api_port, "/api/overview")[1]["rates_mode"], "basic")
+        self.assertTrue(cloudtest.wait_until(busy, 30, interval=0.2), publish_rate())
+        self.assertTrue(cloudtest.wait_until(lambda: publish_rate() == 0, 30, interval=0.5), publish_rate())
+        stats = http(self.api_port, "/api/overview")[1]["message_stats"]
+        self.assertEqual(stats["ack_details"], {"rate": 0.0})
+        self.assertGreaterEqual(stats["publish"], 20)
+        self.ch.queue_delete("adm-rates")
+
     def test_aliveness_and_health(self):
         self.assertEqual(http(self.api_port, "/api/aliveness-test/%2F"), (200, {"status": "ok"}))
         self.assertEqual(http(self.api_port, "/api/health/checks/alarms"), (200, {"status": "ok"}))

@@ -192,6 +192,7 @@ class ManagementBesideRabbitMQ(unittest.TestCase):
                                                           "listeners", "rabbitmq_version", "management_version",
                                                           "product_name", "product_version") if k in overview),
                     "object totals": sorted(overview["object_totals"]),
+                    "rates mode": overview["rates_mode"],
                     "queue totals": sorted(k for k in overview["queue_totals"] if not k.endswith("_details"))}
 
         self.assert_alike(self.on_both(scenario))

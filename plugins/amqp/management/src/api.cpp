@@ -173,30 +173,57 @@ net::awaitable<reply> api::answer(request r, const principal& who) {
 
 namespace {
 
-// RabbitMQ's message_stats counts (no rates: rates_mode is none), this process's since it started.
-json message_stats(const std::vector<vhost>& in) {
-  std::uint64_t publish = 0, confirm = 0, returned = 0, deliver = 0, deliver_no_ack = 0, get = 0, get_no_ack = 0,
-                get_empty = 0, redeliver = 0, ack = 0;
-  for (const auto& v : in) {
-    const auto c = broker::message_counts_of(*v.broker);
-    publish += c.received;
-    confirm += c.confirmed;
-    returned += c.unroutable_returned;
-    deliver += c.delivered_consume_manual_ack;
-    deliver_no_ack += c.delivered_consume_auto_ack;
-    get += c.delivered_get_manual_ack;
-    get_no_ack += c.delivered_get_auto_ack;
-    get_empty += c.get_empty;
-    redeliver += c.redelivered;
-    ack += c.acknowledged;
-  }
-  return {{"publish", publish},     {"confirm", confirm},   {"return_unroutable", returned},
-          {"deliver", deliver},     {"deliver_no_ack", deliver_no_ack}, {"get", get},
-          {"get_no_ack", get_no_ack}, {"get_empty", get_empty}, {"redeliver", redeliver},
-          {"ack", ack},             {"deliver_get", deliver + deliver_no_ack + get + get_no_ack}};
-}
+// RabbitMQ's message_stats names, each with how to read it from the counters.
+using counter_of = std::uint64_t (*)(const broker::message_counts&);
+const std::pair<const char*, counter_of> message_stats_fields[] = {
+    {"publish", [](const broker::message_counts& c) { return c.received; }},
+    {"confirm", [](const broker::message_counts& c) { return c.confirmed; }},
+    {"return_unroutable", [](const broker::message_counts& c) { return c.unroutable_returned; }},
+    {"deliver", [](const broker::message_counts& c) { return c.delivered_consume_manual_ack; }},
+    {"deliver_no_ack", [](const broker::message_counts& c) { return c.delivered_consume_auto_ack; }},
+    {"get", [](const broker::message_counts& c) { return c.delivered_get_manual_ack; }},
+    {"get_no_ack", [](const broker::message_counts& c) { return c.delivered_get_auto_ack; }},
+    {"get_empty", [](const broker::message_counts& c) { return c.get_empty; }},
+    {"redeliver", [](const broker::message_counts& c) { return c.redelivered; }},
+    {"ack", [](const broker::message_counts& c) { return c.acknowledged; }},
+    {"deliver_get",
+     [](const broker::message_counts& c) {
+       return c.delivered_consume_manual_ack + c.delivered_consume_auto_ack + c.delivered_get_manual_ack +
+              c.delivered_get_auto_ack;
+     }},
+};
 
 }  // namespace
+
+void api::sample_counters() {
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& v : src_.vhosts) {
+    counter_sample newest{now, broker::message_counts_of(*v.broker)};
+    auto [it, first] = samples_.try_emplace(v.name, newest, newest);
+    if (!first) it->second = {it->second.second, newest};
+  }
+}
+
+// RabbitMQ's message_stats: the counts, this process's since it started, and each one's rate over
+// the last sample interval (`<name>_details`).
+json api::message_stats(const std::vector<vhost>& in) const {
+  json stats = json::object();
+  for (const auto& [name, read] : message_stats_fields) {
+    std::uint64_t total = 0;
+    double rate = 0;
+    for (const auto& v : in) {
+      total += read(broker::message_counts_of(*v.broker));
+      auto it = samples_.find(v.name);
+      if (it == samples_.end()) continue;
+      const auto& [older, newer] = it->second;
+      const std::chrono::duration<double> span = newer.at - older.at;
+      if (span.count() > 0) rate += static_cast<double>(read(newer.counts) - read(older.counts)) / span.count();
+    }
+    stats[name] = total;
+    stats[std::string(name) + "_details"] = {{"rate", rate}};
+  }
+  return stats;
+}
 
 net::awaitable<reply> api::overview(const std::vector<vhost>& in) {
   std::uint64_t queues = 0, exchanges = 0, ready = 0, unacked = 0, consumers = 0;
@@ -227,7 +254,7 @@ net::awaitable<reply> api::overview(const std::vector<vhost>& in) {
                                  {"product_version", src_.product_version},
                                  {"cluster_name", src_.node},
                                  {"node", src_.node},
-                                 {"rates_mode", "none"},
+                                 {"rates_mode", "basic"},
                                  {"object_totals",
                                   {{"connections", conns.size()},
                                    {"channels", channels},

@@ -6,7 +6,9 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,11 +42,14 @@ reply error_reply(unsigned status, const std::string& error, const std::string& 
 
 class api {
  public:
+  static constexpr std::chrono::seconds sample_interval{5};
   // `ex`: serial, the listener's; `pool`: where blocking bus work runs.
   api(const sources& src, boost::asio::any_io_executor ex);
   boost::asio::awaitable<reply> answer(request r, const principal& who);
   // Prometheus's text format: aggregated, or one sample per queue and per vhost.
   boost::asio::awaitable<reply> metrics(bool per_object);
+  // Every sample_interval, on the listener's executor: each vhost's message counters, for the rates.
+  void sample_counters();
 
  private:
   struct vhost_counts;
@@ -86,6 +91,14 @@ class api {
   boost::asio::awaitable<std::shared_ptr<operator_channel>> open_operator(const vhost& v, const principal& who);
   boost::asio::awaitable<reply> one_method(const vhost& v, const principal& who, wire::method m,
                                            operator_channel::done_fn done, reply success);
+
+  struct counter_sample {
+    std::chrono::steady_clock::time_point at;
+    broker::message_counts counts;
+  };
+  // Per vhost, the last two samples (older, newer); touched on the listener's executor only.
+  std::map<std::string, std::pair<counter_sample, counter_sample>> samples_;
+  nlohmann::json message_stats(const std::vector<vhost>& in) const;
 
   const sources& src_;
   boost::asio::any_io_executor ex_;

@@ -77,11 +77,18 @@ void log_failure(const std::function<void(const std::string&)>& log, std::except
 
 struct service::state : std::enable_shared_from_this<service::state> {
   state(net::io_context& loop, sources s)
-      : io(loop), src(std::move(s)), ex(loop.get_executor()), api_acceptor(loop), metrics_acceptor(loop), endpoints(src, ex) {}
+      : io(loop),
+        src(std::move(s)),
+        ex(loop.get_executor()),
+        api_acceptor(loop),
+        metrics_acceptor(loop),
+        endpoints(src, ex),
+        sample_timer(loop) {}
 
   std::optional<std::string> listen(tcp::acceptor& acceptor, const std::string& host, std::uint16_t port,
                                     const char* variable, bool metrics);
   net::awaitable<void> accept_loop(tcp::acceptor& acceptor, bool metrics);
+  net::awaitable<void> sample_loop();
   net::awaitable<void> serve(tcp::socket socket, bool metrics);
   net::awaitable<reply> answer(const http::request<http::string_body>& req, bool metrics);
   net::awaitable<std::optional<principal>> sign_in(std::string_view authorization);
@@ -92,6 +99,8 @@ struct service::state : std::enable_shared_from_this<service::state> {
   tcp::acceptor api_acceptor;
   tcp::acceptor metrics_acceptor;
   api endpoints;
+  net::steady_timer sample_timer;  // the rates' sampling, while the API listens
+  bool sampling = false;
   // Who signed in with which credentials, so that a tool polling every few seconds costs the bus
   // one sign-in a minute; the principal keeps its bus clients open.
   struct signed_in_entry {
@@ -141,6 +150,18 @@ std::optional<std::string> service::state::listen(tcp::acceptor& acceptor, const
   net::co_spawn(ex, accept_loop(acceptor, metrics),
                 [self = shared_from_this()](std::exception_ptr e) { log_failure(self->src.log, e); });
   return std::nullopt;
+}
+
+// RabbitMQ's management samples its counters every 5 s; a rate is the change over the last interval.
+net::awaitable<void> service::state::sample_loop() {
+  auto keep = shared_from_this();
+  running counted{*this};
+  while (api_acceptor.is_open()) {
+    endpoints.sample_counters();
+    sample_timer.expires_after(api::sample_interval);
+    beast::error_code ec;
+    co_await sample_timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+  }
 }
 
 net::awaitable<void> service::state::accept_loop(tcp::acceptor& acceptor, bool metrics) {
@@ -240,7 +261,13 @@ service::service(net::io_context& io, sources s) : state_(std::make_shared<state
 service::~service() { stop(std::chrono::steady_clock::now() + std::chrono::seconds(5)); }
 
 std::optional<std::string> service::listen_api(const std::string& host, std::uint16_t port) {
-  return state_->listen(state_->api_acceptor, host, port, "CLOUD_AMQP_MANAGEMENT_PORT", false);
+  auto refused = state_->listen(state_->api_acceptor, host, port, "CLOUD_AMQP_MANAGEMENT_PORT", false);
+  if (!refused && !state_->sampling) {
+    state_->sampling = true;
+    net::co_spawn(state_->ex, state_->sample_loop(),
+                  [self = state_](std::exception_ptr e) { log_failure(self->src.log, e); });
+  }
+  return refused;
 }
 
 std::optional<std::string> service::listen_metrics(const std::string& host, std::uint16_t port) {
@@ -264,6 +291,7 @@ void service::stop(std::chrono::steady_clock::time_point deadline) {
     beast::error_code ec;
     s->api_acceptor.close(ec);
     s->metrics_acceptor.close(ec);
+    s->sample_timer.cancel();
     for (auto* stream : s->streams) stream->socket().close(ec);
   });
   std::unique_lock lock{state_->running_mutex};
