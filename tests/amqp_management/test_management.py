@@ -275,8 +275,46 @@ class ManagementWithRabbitmqadmin(unittest.TestCase):
         self.ch = self.conn.channel()
         after = samples(self.metrics_port)[("cloud_amqp_refusals_total", frozenset({"vhost": "/", "code": "406"}.items()))]
         self.assertEqual(after, before + 1)
+        # The same work under the channel counters Grafana's RabbitMQ-Overview reads.
+        self.assertEqual(aggregated[("rabbitmq_channel_messages_published_total", frozenset())],
+                         aggregated[("rabbitmq_global_messages_received_total", amqp091)])
+        self.assertEqual(aggregated[("rabbitmq_channel_get_ack_total", frozenset())],
+                         aggregated[("rabbitmq_global_messages_delivered_get_manual_ack_total", amqp091)])
+        self.assertGreaterEqual(aggregated[("rabbitmq_channel_messages_unacked", frozenset())], 1)
+        process = {k: aggregated[(k, frozenset())] for k in (
+            "rabbitmq_process_open_fds", "rabbitmq_process_max_fds", "rabbitmq_process_resident_memory_bytes",
+            "rabbitmq_process_open_tcp_sockets")}
+        self.assertGreater(process["rabbitmq_process_open_fds"], process["rabbitmq_process_open_tcp_sockets"])
+        self.assertGreater(process["rabbitmq_process_max_fds"], process["rabbitmq_process_open_fds"])
+        self.assertGreater(process["rabbitmq_process_resident_memory_bytes"], 1 << 20)
         holder.close()
         self.ch.queue_delete("adm-metrics")
+
+    def test_prometheus_counts_connections_channels_and_queues_opened_and_ended(self):
+        names = ("connections_opened", "connections_closed", "channels_opened", "channels_closed",
+                 "queues_declared", "queues_created", "queues_deleted")
+
+        def counts():
+            m = samples(self.metrics_port)
+            return {n: m[(f"rabbitmq_{n}_total", frozenset())] for n in names}
+
+        def settled():  # what earlier tests closed is counted: only this test's connection and channel are open
+            c = counts()
+            return (c["connections_opened"] - c["connections_closed"], c["channels_opened"] - c["channels_closed"]) == (1, 1)
+        self.assertTrue(cloudtest.wait_until(settled, 10), counts())
+        before = counts()
+        conn = pikatest.connect(self.cloud)
+        ch = conn.channel()
+        ch.queue_declare("adm-churn", auto_delete=False)
+        ch.queue_declare("adm-churn", auto_delete=False)
+        ch.queue_declare("adm-churn", passive=True)
+        ch.queue_delete("adm-churn")
+        conn.close()
+        self.assertTrue(cloudtest.wait_until(settled, 10), counts())
+        after = counts()
+        self.assertEqual({n: after[n] - before[n] for n in names},
+                         {"connections_opened": 1, "connections_closed": 1, "channels_opened": 1, "channels_closed": 1,
+                          "queues_declared": 2, "queues_created": 1, "queues_deleted": 1})
 
 
 CONFIG = """

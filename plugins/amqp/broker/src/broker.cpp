@@ -554,6 +554,11 @@ message_counts broker::counts() const {
           of(c.delivered_get_auto_ack), of(c.get_empty), of(c.redelivered), of(c.acknowledged)};
 }
 
+queue_counts broker::queues_counted() const {
+  auto of = [](const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+  return {of(counters_.queues_declared), of(counters_.queues_created), of(counters_.queues_deleted)};
+}
+
 void broker::deletion_started(const std::string& queue) {
   std::lock_guard lock(owners_mutex_);
   ++deletions_[queue].under_way;
@@ -610,6 +615,7 @@ std::shared_ptr<bus::client> bus_of(const broker& b) { return b.bus_ptr(); }
 std::map<int, std::uint64_t> refusals_of(const broker& b) { return b.refusals(); }
 
 message_counts message_counts_of(const broker& b) { return b.counts(); }
+queue_counts queue_counts_of(const broker& b) { return b.queues_counted(); }
 
 
 void stop_broker(broker& b) { b.stop(); }

@@ -180,12 +180,14 @@ class broker : public std::enable_shared_from_this<broker> {
     std::atomic<std::uint64_t> received{0}, received_confirm{0}, confirmed{0}, unroutable_returned{0},
         delivered_consume_manual_ack{0}, delivered_consume_auto_ack{0}, delivered_get_manual_ack{0},
         delivered_get_auto_ack{0}, get_empty{0}, redelivered{0}, acknowledged{0};
+    std::atomic<std::uint64_t> queues_declared{0}, queues_created{0}, queues_deleted{0};
   };
   static void count(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
     counter.fetch_add(n, std::memory_order_relaxed);
   }
   counters& message_counters() { return counters_; }
   message_counts counts() const;
+  queue_counts queues_counted() const;
 
  private:
   struct consumer_ref {

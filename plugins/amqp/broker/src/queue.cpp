@@ -208,6 +208,8 @@ task<> declare_new(channel_context& ctx, std::string name, routing::queue_def wa
     if (store::is_transient(wanted)) b.remember_transient(routing::queue_key(name));
     // Its consumer starts at the next message, so a queue just created holds none: nothing to
     // ask the bus.
+    broker::count(b.message_counters().queues_created);
+    broker::count(b.message_counters().queues_declared);
     co_return answer_created(ctx, name, no_wait);
   }
   // Another replica declared it first; the mirror now holds its definition.
@@ -218,6 +220,7 @@ task<> declare_new(channel_context& ctx, std::string name, routing::queue_def wa
       co_return ctx.fail(wire::reply_code::resource_locked, why, key, locked_remedy);
   }
   if (!equivalent(ctx, name, *current, wanted)) co_return;
+  broker::count(b.message_counters().queues_declared);
   co_await answer_declare(ctx, name, no_wait);
 }
 
@@ -370,6 +373,7 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn method_t
     return ctx.fail(wire::reply_code::precondition_failed, invalid, key);
   if (auto current = find(ctx, name)) {
     if (!equivalent(ctx, name, *current, wanted)) return;
+    broker::count(ctx.state().message_counters().queues_declared);
     return ctx.spawn(key, answer_declare(ctx, name, m.no_wait), std::move(method_turn));
   }
   ctx.spawn(key, declare_new(ctx, name, std::move(wanted), m.no_wait), std::move(method_turn));

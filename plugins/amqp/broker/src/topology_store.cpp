@@ -224,6 +224,7 @@ std::optional<bus::bus_error> remove_queue(broker& b, bus::client& bus, const st
     return std::get<bus::bus_error>(dropped);
   if (auto gone = bus.delete_queue_consumer(routing::consumer_name(name)); !gone) return gone.error();
   if (auto f = delete_key(bus, key)) return f;
+  broker::count(b.message_counters().queues_deleted);
   if (def.expires) {
     if (auto f = delete_key(bus, routing::use_key(name))) return f;
   }

@@ -1,8 +1,14 @@
 // Prometheus's text format with rabbitmq_prometheus's names: aggregated on /metrics (queue
 // figures summed over every queue, as that plugin's default), one sample per queue on
 // /metrics/per-object; and the adaptor's own, named cloud_amqp_*.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "amqp/routing/names.hpp"
 #include "api.hpp"
@@ -68,26 +74,25 @@ bus::bus_result<std::vector<queue_sample>> sample_vhost(const vhost& v) {
   return out;
 }
 
-// RabbitMQ's global counters, summed over the vhosts (rabbitmq_global_messages_*).
-void global_counters(exposition& e, const std::vector<vhost>& vhosts) {
+broker::message_counts summed_messages(const std::vector<vhost>& vhosts) {
   broker::message_counts sum;
-  for (const auto& v : vhosts) {
-    const auto c = broker::message_counts_of(*v.broker);
-    sum.received += c.received;
-    sum.received_confirm += c.received_confirm;
-    sum.confirmed += c.confirmed;
-    sum.unroutable_returned += c.unroutable_returned;
-    sum.delivered_consume_manual_ack += c.delivered_consume_manual_ack;
-    sum.delivered_consume_auto_ack += c.delivered_consume_auto_ack;
-    sum.delivered_get_manual_ack += c.delivered_get_manual_ack;
-    sum.delivered_get_auto_ack += c.delivered_get_auto_ack;
-    sum.get_empty += c.get_empty;
-    sum.redelivered += c.redelivered;
-    sum.acknowledged += c.acknowledged;
-  }
+  for (const auto& v : vhosts) sum += broker::message_counts_of(*v.broker);
+  return sum;
+}
+
+void counter(exposition& e, const std::string& name, const char* help, const std::string& labels, std::uint64_t value) {
+  e.family(name, "counter", help);
+  e.sample(name, labels, value);
+}
+
+// RabbitMQ's global counters (rabbitmq_global_messages_*), and the same work as its channel counters
+// (rabbitmq_channel_*, what Grafana's RabbitMQ-Overview reads): this process's since it started,
+// summed over the vhosts. RabbitMQ's channel counters restart with each channel; these never do.
+void message_counters(exposition& e, const std::vector<vhost>& vhosts) {
+  const auto sum = summed_messages(vhosts);
   const std::uint64_t delivered = sum.delivered_consume_manual_ack + sum.delivered_consume_auto_ack +
                                   sum.delivered_get_manual_ack + sum.delivered_get_auto_ack;
-  const std::pair<const char*, std::uint64_t> counters[] = {
+  const std::pair<const char*, std::uint64_t> global[] = {
       {"received", sum.received},
       {"received_confirm", sum.received_confirm},
       {"confirmed", sum.confirmed},
@@ -101,11 +106,66 @@ void global_counters(exposition& e, const std::vector<vhost>& vhosts) {
       {"redelivered", sum.redelivered},
       {"acknowledged", sum.acknowledged},
   };
-  for (const auto& [what, value] : counters) {
-    const std::string name = std::string("rabbitmq_global_messages_") + what + "_total";
-    e.family(name, "counter", "Messages, as RabbitMQ's global counter of this name counts them, since this process started");
-    e.sample(name, "protocol=\"amqp091\"", value);
-  }
+  for (const auto& [what, value] : global)
+    counter(e, std::string("rabbitmq_global_messages_") + what + "_total",
+            "Messages, as RabbitMQ's global counter of this name counts them, since this process started",
+            "protocol=\"amqp091\"", value);
+  const std::tuple<const char*, const char*, std::uint64_t> channel[] = {
+      {"messages_published", "Messages published into an exchange on a channel", sum.received},
+      {"messages_confirmed", "Messages published into an exchange and confirmed on the channel", sum.confirmed},
+      {"messages_unroutable_returned", "Messages published as mandatory into an exchange and returned to the publisher as unroutable",
+       sum.unroutable_returned},
+      {"messages_delivered_ack", "Messages delivered to consumers in manual acknowledgement mode",
+       sum.delivered_consume_manual_ack},
+      {"messages_delivered", "Messages delivered to consumers in automatic acknowledgement mode",
+       sum.delivered_consume_auto_ack},
+      {"get_ack", "Messages fetched with basic.get in manual acknowledgement mode", sum.delivered_get_manual_ack},
+      {"get", "Messages fetched with basic.get in automatic acknowledgement mode", sum.delivered_get_auto_ack},
+      {"get_empty", "Times basic.get found no message", sum.get_empty},
+      {"messages_redelivered", "Messages redelivered to consumers", sum.redelivered},
+      {"messages_acked", "Messages acknowledged by consumers", sum.acknowledged},
+  };
+  for (const auto& [what, help, value] : channel) counter(e, std::string("rabbitmq_channel_") + what + "_total", help, "", value);
+}
+
+// Connections and channels opened and ended, and queues declared, created and deleted (summed over
+// the vhosts), since this process started.
+void object_counters(exposition& e, const std::vector<vhost>& vhosts, const session_counts& sessions) {
+  broker::queue_counts queues;
+  for (const auto& v : vhosts) queues += broker::queue_counts_of(*v.broker);
+  counter(e, "rabbitmq_connections_opened_total", "Connections opened", "", sessions.connections_opened);
+  counter(e, "rabbitmq_connections_closed_total", "Connections closed or terminated", "", sessions.connections_closed);
+  counter(e, "rabbitmq_channels_opened_total", "Channels opened", "", sessions.channels_opened);
+  counter(e, "rabbitmq_channels_closed_total", "Channels closed", "", sessions.channels_closed);
+  counter(e, "rabbitmq_queues_declared_total", "Queues declared", "", queues.declared);
+  counter(e, "rabbitmq_queues_created_total", "Queues created", "", queues.created);
+  counter(e, "rabbitmq_queues_deleted_total", "Queues deleted", "", queues.deleted);
+}
+
+// The `cloud` process's own descriptors and memory (the bus's nats-server is a process of its own).
+void process_gauges(exposition& e, std::uint64_t connections) {
+  std::uint64_t open_fds = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    ++open_fds;
+  rlimit limit{};
+  const std::uint64_t max_fds = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 ? limit.rlim_cur : 0;
+  std::uint64_t pages = 0, resident = 0;
+  std::ifstream statm("/proc/self/statm");
+  statm >> pages >> resident;
+  const auto page_size = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  e.family("rabbitmq_process_open_fds", "gauge", "Open file descriptors");
+  e.sample("rabbitmq_process_open_fds", "", open_fds);
+  e.family("rabbitmq_process_max_fds", "gauge", "Open file descriptors limit");
+  e.sample("rabbitmq_process_max_fds", "", max_fds);
+  // Every client socket is a descriptor: the descriptors' limit is the sockets'.
+  e.family("rabbitmq_process_open_tcp_sockets", "gauge", "Open TCP sockets");
+  e.sample("rabbitmq_process_open_tcp_sockets", "", connections);
+  e.family("rabbitmq_process_max_tcp_sockets", "gauge", "Open TCP sockets limit");
+  e.sample("rabbitmq_process_max_tcp_sockets", "", max_fds);
+  e.family("rabbitmq_process_resident_memory_bytes", "gauge", "Memory used in bytes");
+  e.sample("rabbitmq_process_resident_memory_bytes", "", resident * page_size);
 }
 
 }  // namespace
@@ -146,6 +206,12 @@ net::awaitable<reply> api::metrics(bool per_object) {
   for (const auto& q : queues) consumers += q.consumers;
   e.family("rabbitmq_consumers", "gauge", "Consumers currently connected");
   e.sample("rabbitmq_consumers", "", consumers);
+  e.family("rabbitmq_channel_consumers", "gauge", "Consumers on a channel");
+  e.sample("rabbitmq_channel_consumers", "", consumers);
+  std::uint64_t unacked = 0;
+  for (const auto& q : queues) unacked += q.unacked;
+  e.family("rabbitmq_channel_messages_unacked", "gauge", "Delivered but not yet acknowledged");
+  e.sample("rabbitmq_channel_messages_unacked", "", unacked);
 
   struct family_of {
     const char* name;
@@ -173,7 +239,9 @@ net::awaitable<reply> api::metrics(bool per_object) {
     }
   }
 
-  global_counters(e, vhosts);
+  message_counters(e, vhosts);
+  object_counters(e, vhosts, src_.sessions_counted ? src_.sessions_counted() : session_counts{});
+  process_gauges(e, conns.size());
   e.family("cloud_amqp_bus_requests_total", "counter", "JetStream API and bucket requests made, per vhost");
   for (const auto& v : vhosts)
     e.sample("cloud_amqp_bus_requests_total", "vhost=\"" + label(v.name) + "\"",

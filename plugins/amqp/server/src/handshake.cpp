@@ -2,6 +2,7 @@
 // open (and joining the vhost's account), and connection.update-secret.
 #include "negotiation.hpp"
 #include "sasl.hpp"
+#include "registry.hpp"
 #include "session.hpp"
 #include "session_support.hpp"
 
@@ -201,6 +202,7 @@ void session::opened(const vhost& v) {
     s.user = user_.empty() && !options_.identities ? "guest" : user_;
   });
   broker_ = v.broker;
+  registry_->counted(session_registry::event::connection_opened);
   send_method(0, wire::connection_open_ok{});
   enter(phase::running);
   last_read_ = clock::now();

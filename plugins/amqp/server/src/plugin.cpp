@@ -265,6 +265,11 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
         if (!summary.vhost.empty()) out.push_back(view_of(summary));
       return out;
     };
+    src.sessions_counted = [s = server_.get()] {
+      using e = session_registry::event;
+      return management::session_counts{s->counted(e::connection_opened), s->counted(e::connection_closed),
+                                        s->counted(e::channel_opened), s->counted(e::channel_closed)};
+    };
     src.sign_in = sign_in_for_management(cfg);
     src.log = [&host](const std::string& m) { host.log(log_level::warning, m); };
     management_ = std::make_unique<management::service>(server_->io(), std::move(src));

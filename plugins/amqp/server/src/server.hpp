@@ -49,6 +49,8 @@ class server {
   tcp::endpoint endpoint() const;
   tcp::endpoint tls_endpoint() const;
   std::size_t connections() const { return registry_->size(); }
+  // How many connections (past connection.open) and channels were opened or ended: `e`'s count.
+  std::uint64_t counted(session_registry::event e) const { return registry_->count_of(e); }
   // What every live connection is, for an operator; any thread.
   std::vector<session_summary> summaries() const;
 

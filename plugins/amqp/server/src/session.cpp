@@ -54,7 +54,14 @@ session::session(connection_stream stream, std::uint64_t id, std::shared_ptr<con
 session::~session() { registry_->remove(id_); }
 
 void session::count_channels() {
-  update_summary([&](session_summary& s) { s.channels = static_cast<std::uint16_t>(channels_.size()); });
+  const auto now = static_cast<std::uint16_t>(channels_.size());
+  std::uint16_t before = 0;
+  update_summary([&](session_summary& s) {
+    before = s.channels;
+    s.channels = now;
+  });
+  for (; before < now; ++before) registry_->counted(session_registry::event::channel_opened);
+  for (; before > now; --before) registry_->counted(session_registry::event::channel_closed);
 }
 
 session_summary session::summary() const {

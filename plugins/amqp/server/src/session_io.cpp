@@ -3,6 +3,7 @@
 #include <array>
 #include <exception>
 
+#include "registry.hpp"
 #include "session.hpp"
 #include "session_support.hpp"
 
@@ -137,6 +138,7 @@ void session::release_channels() {
   if (channels_released_) return;
   channels_released_ = true;
   if (!broker_) return;  // never opened a vhost
+  registry_->counted(session_registry::event::connection_closed);
   try {
     broker::connection_closed(*broker_, id_);
   } catch (const std::exception& e) {

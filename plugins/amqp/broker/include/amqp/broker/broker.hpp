@@ -158,8 +158,36 @@ struct message_counts {
   std::uint64_t get_empty = 0;
   std::uint64_t redelivered = 0;
   std::uint64_t acknowledged = 0;  // deliveries a client acked
+  message_counts& operator+=(const message_counts& o) {
+    received += o.received;
+    received_confirm += o.received_confirm;
+    confirmed += o.confirmed;
+    unroutable_returned += o.unroutable_returned;
+    delivered_consume_manual_ack += o.delivered_consume_manual_ack;
+    delivered_consume_auto_ack += o.delivered_consume_auto_ack;
+    delivered_get_manual_ack += o.delivered_get_manual_ack;
+    delivered_get_auto_ack += o.delivered_get_auto_ack;
+    get_empty += o.get_empty;
+    redelivered += o.redelivered;
+    acknowledged += o.acknowledged;
+    return *this;
+  }
 };
 message_counts message_counts_of(const broker& b);
+// Queues this process declared, created and deleted in the vhost since it started
+// (rabbitmq_prometheus's rabbitmq_queues_{declared,created,deleted}_total).
+struct queue_counts {
+  std::uint64_t declared = 0;  // every queue.declare answered, but passive ones
+  std::uint64_t created = 0;   // of them, those that made the queue
+  std::uint64_t deleted = 0;   // for any reason, by this process
+  queue_counts& operator+=(const queue_counts& o) {
+    declared += o.declared;
+    created += o.created;
+    deleted += o.deleted;
+    return *this;
+  }
+};
+queue_counts queue_counts_of(const broker& b);
 // RabbitMQ's policies (routing/policy.hpp), kept in the vhost's bucket and applied by every
 // replica's mirror. Blocking (call it on the bus's pool). The write goes through `as`, the
 // operator's own bus client, so the bus's permissions apply; the mirror here has it at once. As in

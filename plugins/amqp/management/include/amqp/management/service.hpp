@@ -61,12 +61,21 @@ struct listener_view {
   std::uint16_t port = 0;
 };
 
+// Connections (past connection.open) and channels this process opened and ended since it started.
+struct session_counts {
+  std::uint64_t connections_opened = 0;
+  std::uint64_t connections_closed = 0;
+  std::uint64_t channels_opened = 0;
+  std::uint64_t channels_closed = 0;
+};
+
 struct sources {
   std::vector<vhost> vhosts;
   std::string node;             // RabbitMQ's node name shape: "cloud@<hostname>"
   std::string product_version;  // cloud's
   std::vector<listener_view> listeners;
   std::function<std::vector<connection_view>()> connections;  // any thread
+  std::function<session_counts()> sessions_counted;            // any thread
   // Blocking: the principal (user, password) sign in as, or nullopt (401).
   std::function<std::optional<principal>(const std::string& user, const std::string& password)> sign_in;
   std::function<void(const std::string&)> log;
