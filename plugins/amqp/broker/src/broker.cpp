@@ -154,6 +154,25 @@ void broker::on_watch_change(const std::string& key, const std::optional<std::st
   }
 }
 
+bool broker::begin_trim(const std::string& queue) {
+  std::lock_guard lock(owners_mutex_);
+  auto [it, first] = trims_.try_emplace(queue, false);
+  if (!first) it->second = true;
+  return first;
+}
+
+bool broker::end_trim(const std::string& queue) {
+  std::lock_guard lock(owners_mutex_);
+  auto it = trims_.find(queue);
+  if (it == trims_.end()) return false;
+  if (it->second) {
+    it->second = false;
+    return true;
+  }
+  trims_.erase(it);
+  return false;
+}
+
 void broker::look_at_policy_queues(const std::string& policy) {
   if (!expiry_) return;
   std::vector<std::pair<std::string, std::uint64_t>> looks;  // queue, in how many ms

@@ -113,6 +113,11 @@ class broker : public std::enable_shared_from_this<broker> {
   // replica's expiry check (expiry.hpp).
   enum class use { declare, get, consumer_gone };
   void note_use(const std::string& queue, use how);
+  // A policy's trim of a queue to its length limit (policies.cpp), one at a time per queue:
+  // begin_trim is false while one runs (which is then asked to count again); end_trim is true when
+  // it was asked again meanwhile (the trim goes on, and stays the queue's).
+  bool begin_trim(const std::string& queue);
+  bool end_trim(const std::string& queue);
   // A policy came or changed: the queues it gives a TTL, a dead-letter exchange or an expiry are
   // looked at as a declaration with those arguments would have them looked at.
   void look_at_policy_queues(const std::string& policy);
@@ -249,6 +254,7 @@ class broker : public std::enable_shared_from_this<broker> {
     std::chrono::steady_clock::time_point written{};  // when the bucket was last told
   };
   std::map<std::string, use_record> uses_;  // by note_use
+  std::map<std::string, bool> trims_;        // queue → asked again, while a policy's trim runs (owners_mutex_)
   struct deletion {
     int under_way = 0;
     std::vector<std::function<void()>> waiting;

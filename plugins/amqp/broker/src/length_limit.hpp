@@ -43,7 +43,8 @@ using counts_or_failure = std::variant<std::vector<std::uint64_t>, bus::bus_erro
 counts_or_failure ready_counts(broker& b, bus::client& bus, const std::vector<std::string>& queues, bool for_dropping);
 
 // Takes up to `n` messages off the head of `queue`, each given up as `maxlen` (dead-lettered, or
-// dropped); then `done` runs on `ex`. Stops early when the queue has no more to give.
+// dropped); then `done` runs on `ex`, which must be serial (a strand). Stops early when the queue
+// has no more to give.
 void drop_heads(broker& b, boost::asio::any_io_executor ex, const std::string& queue, std::uint64_t n,
                 std::function<void()> done);
 
