@@ -414,162 +414,167 @@ json api::channels_json(const std::vector<vhost>& in) const {
   return items;
 }
 
+// The vhosts a path names: every one the user may use, or the one in segment `at` (nullopt: no
+// such vhost, or not one of those).
+std::optional<std::vector<vhost>> api::reading::in(std::size_t at) const {
+  if (r.path.size() <= at) return allowed;
+  for (const auto& v : allowed)
+    if (v.name == r.path[at]) return std::vector<vhost>{v};
+  return std::nullopt;
+}
+
+reply api::reading::list(json items) const {
+  auto shaped = shape_list(std::move(items), r.query);
+  return shaped.bad_request ? bad_request(*shaped.bad_request) : json_reply(200, shaped.body);
+}
+
+// What a path naming a vhost the user may not use answers: 404 when there is none, else 401.
+reply api::missing(const std::string& vhost_name) const { return find(vhost_name) ? refused_vhost() : not_found(); }
+
 net::awaitable<reply> api::get(const request& r, const principal& who) {
+  auto allowed = co_await permitted(who);
+  const reading g{r, who, std::move(allowed)};
   const auto& p = r.path;
   const auto n = p.size();
-  auto list = [&](json items) {
-    auto shaped = shape_list(std::move(items), r.query);
-    return shaped.bad_request ? bad_request(*shaped.bad_request) : json_reply(200, shaped.body);
-  };
-  const auto allowed = co_await permitted(who);
-  // The vhosts a path names: every one `who` may use, or the one in segment `at` (nullopt: no such
-  // vhost, or not one of those).
-  auto in = [&](std::size_t at) -> std::optional<std::vector<vhost>> {
-    if (n <= at) return allowed;
-    for (const auto& v : allowed)
-      if (v.name == p[at]) return std::vector<vhost>{v};
-    return std::nullopt;
-  };
-  // What a path naming a vhost `who` may not use answers: 404 when there is none, else 401.
-  auto missing = [&](std::size_t at) { return find(p[at]) ? refused_vhost() : not_found(); };
   if (n == 1 && p[0] == "overview") {
-    auto answered = co_await overview(allowed);
+    auto answered = co_await overview(g.allowed);
     co_return answered;
   }
-  if (n == 1 && p[0] == "whoami") co_return json_reply(200, json{{"name", who.user}, {"tags", json::array({"administrator"})}});
-  if (n == 1 && p[0] == "cluster-name") co_return json_reply(200, json{{"name", src_.node}});
-  if (n == 1 && p[0] == "extensions") co_return json_reply(200, json::array());
+  if ((n == 2 && p[0] == "aliveness-test") || (p[0] == "queues" && n <= 3)) {
+    const auto vs = g.in(1);
+    if (!vs) co_return missing(p[1]);
+    reply answered;
+    if (p[0] == "aliveness-test") {
+      answered = co_await aliveness(vs->front(), who);
+    } else if (n == 3) {
+      answered = co_await queue(vs->front(), p[2]);
+    } else {
+      answered = co_await queues(r, *vs);
+    }
+    co_return answered;
+  }
+  if (auto answered = node_reading(g)) co_return std::move(*answered);
+  if (auto answered = topology_reading(g)) co_return std::move(*answered);
+  if (auto answered = client_reading(g)) co_return std::move(*answered);
+  co_return not_found();
+}
+
+// The user, the node, its vhosts and health.
+std::optional<reply> api::node_reading(const reading& g) const {
+  const auto& p = g.r.path;
+  const auto n = p.size();
+  if (n == 1 && p[0] == "whoami") return json_reply(200, json{{"name", g.who.user}, {"tags", json::array({"administrator"})}});
+  if (n == 1 && p[0] == "cluster-name") return json_reply(200, json{{"name", src_.node}});
+  if (n == 1 && p[0] == "extensions") return json_reply(200, json::array());
   if (n == 1 && p[0] == "feature-flags") {
-    co_return json_reply(200, json::array({{{"name", "quorum_queue"}, {"state", "enabled"}, {"stability", "stable"},
-                                            {"provided_by", "cloud"}, {"desc", "x-queue-type quorum is accepted"}},
-                                           {{"name", "implicit_default_bindings"}, {"state", "enabled"},
-                                            {"stability", "stable"}, {"provided_by", "cloud"},
-                                            {"desc", "every queue is bound to the default exchange by its name"}}}));
+    return json_reply(200, json::array({{{"name", "quorum_queue"}, {"state", "enabled"}, {"stability", "stable"},
+                                         {"provided_by", "cloud"}, {"desc", "x-queue-type quorum is accepted"}},
+                                        {{"name", "implicit_default_bindings"}, {"state", "enabled"},
+                                         {"stability", "stable"}, {"provided_by", "cloud"},
+                                         {"desc", "every queue is bound to the default exchange by its name"}}}));
   }
   if ((n == 1 || n == 2) && p[0] == "nodes") {
     json node = {{"name", src_.node}, {"running", true}, {"type", "disc"}, {"being_drained", false}};
-    if (n == 2) co_return p[1] == src_.node ? json_reply(200, node) : not_found();
-    co_return json_reply(200, json::array({node}));
+    if (n == 2) return p[1] == src_.node ? json_reply(200, node) : not_found();
+    return json_reply(200, json::array({node}));
   }
   if ((n == 1 || n == 2) && p[0] == "vhosts") {
+    if (n == 2 && !g.in(1)) return missing(p[1]);
     json items = json::array();
-    if (n == 2 && !in(1)) co_return missing(1);
-    for (const auto& v : allowed) {
+    for (const auto& v : g.allowed) {
       if (n == 2 && v.name != p[1]) continue;
       items.push_back({{"name", v.name}, {"description", ""}, {"tags", json::array()}, {"tracing", false},
                        {"default_queue_type", "classic"}, {"metadata", {{"description", ""}, {"tags", json::array()}}}});
     }
-    if (n == 2) co_return items.empty() ? not_found() : json_reply(200, items[0]);
-    co_return list(std::move(items));
+    if (n == 2) return items.empty() ? not_found() : json_reply(200, items[0]);
+    return g.list(std::move(items));
   }
   if ((n == 2 && p[0] == "healthchecks" && p[1] == "node") || (n >= 3 && p[0] == "health" && p[1] == "checks"))
-    co_return json_reply(200, json{{"status", "ok"}});
-  if (n == 2 && p[0] == "aliveness-test") {
-    const auto vs = in(1);
-    if (!vs) co_return missing(1);
-    auto answered = co_await aliveness(vs->front(), who);
-    co_return answered;
+    return json_reply(200, json{{"status", "ok"}});
+  return std::nullopt;
+}
+
+// A queue's bindings, exchanges, bindings, policies, parameters and the definitions file.
+std::optional<reply> api::topology_reading(const reading& g) const {
+  const auto& p = g.r.path;
+  const auto n = p.size();
+  const bool exchanges = p[0] == "exchanges" && (n <= 3 || (n == 5 && p[3] == "bindings"));
+  const bool bindings = p[0] == "bindings" && (n <= 2 || ((n == 6 || n == 7) && p[2] == "e" && p[4] == "q"));
+  const bool others = (p[0] == "queues" && n == 4 && p[3] == "bindings") || (p[0] == "definitions" && n <= 2) ||
+                      (p[0] == "policies" && n <= 3);
+  if (!exchanges && !bindings && !others) return parameters_reading(g);
+  const auto vs = g.in(1);
+  if (!vs) return missing(p[1]);
+  // Of the listed, those whose `field` is `value` (with `one`: that one, or 404).
+  auto only = [&](json items, const char* field, const json& value, bool one) {
+    json kept = json::array();
+    for (auto& item : items)
+      if (item[field] == value) kept.push_back(std::move(item));
+    if (one) return kept.empty() ? not_found() : json_reply(200, kept[0]);
+    return g.list(std::move(kept));
+  };
+  if (p[0] == "queues") return only(bindings_json(*vs), "destination", p[2], false);
+  if (exchanges && n <= 2) return g.list(exchanges_json(*vs));
+  if (exchanges && n == 3) return only(exchanges_json(*vs), "name", p[2] == "amq.default" ? "" : p[2], true);
+  if (exchanges) {  // exchange-to-exchange bindings are refused: none has one as destination
+    if (p[4] != "source") return p[4] == "destination" ? g.list(json::array()) : not_found();
+    return only(bindings_json(*vs), "source", p[2], false);
   }
-  if (p[0] == "queues" && n <= 2) {
-    auto vs = in(1);
-    if (!vs) co_return missing(1);
-    auto answered = co_await queues(r, *vs);
-    co_return answered;
-  }
-  if (p[0] == "queues" && n == 3) {
-    const auto vs = in(1);
-    if (!vs) co_return missing(1);
-    auto answered = co_await queue(vs->front(), p[2]);
-    co_return answered;
-  }
-  if (p[0] == "queues" && n == 4 && p[3] == "bindings") {
-    auto vs = in(1);
-    if (!vs) co_return missing(1);
-    json items = json::array();
-    for (auto& b : bindings_json(*vs))
-      if (b["destination"] == p[2]) items.push_back(std::move(b));
-    co_return list(std::move(items));
-  }
-  if (p[0] == "exchanges" && n <= 3) {
-    auto vs = in(1);
-    if (!vs) co_return missing(1);
-    auto items = exchanges_json(*vs);
-    if (n == 3) {
-      const std::string name = p[2] == "amq.default" ? "" : p[2];  // the default exchange's name in a path
-      for (auto& x : items)
-        if (x["name"] == name) co_return json_reply(200, x);
-      co_return not_found();
-    }
-    co_return list(std::move(items));
-  }
-  if (p[0] == "exchanges" && n == 5 && p[3] == "bindings" && (p[4] == "source" || p[4] == "destination")) {
-    auto vs = in(1);
-    if (!vs) co_return missing(1);
-    json items = json::array();
-    if (p[4] == "source")
-      for (auto& b : bindings_json(*vs))
-        if (b["source"] == p[2]) items.push_back(std::move(b));
-    co_return list(std::move(items));  // exchange-to-exchange bindings are refused: none has one as destination
-  }
-  if (p[0] == "bindings" && n <= 2) {
-    auto vs = in(1);
-    if (!vs) co_return missing(1);
-    co_return list(bindings_json(*vs));
-  }
-  if (p[0] == "bindings" && (n == 6 || n == 7) && p[2] == "e" && p[4] == "q") {
-    auto vs = in(1);
-    if (!vs) co_return missing(1);
+  if (bindings && n <= 2) return g.list(bindings_json(*vs));
+  if (bindings) {
     json items = json::array();
     for (auto& b : bindings_json(*vs))
       if (b["source"] == p[3] && b["destination"] == p[5] && (n == 6 || b["routing_key"] == routing_key_of(p[6])))
         items.push_back(std::move(b));
-    if (n == 7) co_return items.empty() ? not_found() : json_reply(200, items[0]);
-    co_return list(std::move(items));
+    if (n == 7) return items.empty() ? not_found() : json_reply(200, items[0]);
+    return g.list(std::move(items));
   }
-  if (p[0] == "consumers" && n <= 2) {
-    auto vs = in(1);
-    if (!vs) co_return missing(1);
-    co_return list(consumers_json(*vs));
-  }
-  if (p[0] == "definitions" && n <= 2) {
-    auto vs = in(1);
-    if (!vs) co_return missing(1);
+  if (p[0] == "definitions") {
     std::vector<std::pair<std::string, routing::topology>> mirrors;
     for (const auto& v : *vs) mirrors.emplace_back(v.name, broker::topology_of(*v.broker));
-    co_return json_reply(200, export_definitions(mirrors, src_.product_version, n == 2));
+    return json_reply(200, export_definitions(mirrors, src_.product_version, n == 2));
   }
-  if (p[0] == "policies" && n <= 3) {
-    auto vs = in(1);
-    if (!vs) co_return missing(1);
-    json items = json::array();
-    for (const auto& v : *vs) {
-      const auto t = broker::topology_of(*v.broker);
-      for (const auto& [name, policy] : t.policies())
-        if (n < 3 || name == p[2]) items.push_back(policy_entry(v.name, name, *policy));
-    }
-    if (n == 3) co_return items.empty() ? not_found() : json_reply(200, items[0]);
-    co_return list(std::move(items));
+  json items = json::array();
+  for (const auto& v : *vs) {
+    const auto t = broker::topology_of(*v.broker);
+    for (const auto& [name, policy] : t.policies()) items.push_back(policy_entry(v.name, name, *policy));
   }
-  // No runtime parameter component (shovel, federation) is implemented, so none is set; the
-  // operator policies are none for the same reason.
-  if ((p[0] == "parameters" && n <= 3) || (p[0] == "operator-policies" && n <= 2)) {
-    if (n >= 3 && !in(2)) co_return missing(2);
-    if (p[0] == "operator-policies" && n == 2 && !in(1)) co_return missing(1);
-    co_return list(json::array());
+  return n == 3 ? only(std::move(items), "name", p[2], true) : g.list(std::move(items));
+}
+
+// No runtime parameter component (shovel, federation) is implemented, so none is set; the
+// operator policies are none for the same reason.
+std::optional<reply> api::parameters_reading(const reading& g) const {
+  const auto& p = g.r.path;
+  const auto n = p.size();
+  if (!(p[0] == "parameters" && n <= 3) && !(p[0] == "operator-policies" && n <= 2)) return std::nullopt;
+  const std::size_t vhost_at = p[0] == "parameters" ? 2 : 1;
+  if (n > vhost_at && !g.in(vhost_at)) return missing(p[vhost_at]);
+  return g.list(json::array());
+}
+
+// This process's consumers, connections and channels.
+std::optional<reply> api::client_reading(const reading& g) const {
+  const auto& p = g.r.path;
+  const auto n = p.size();
+  if (p[0] == "consumers" && n <= 2) {
+    auto vs = g.in(1);
+    if (!vs) return missing(p[1]);
+    return g.list(consumers_json(*vs));
   }
-  if (p[0] == "connections" && n == 1) co_return list(connections_json(allowed));
+  if (p[0] == "connections" && n == 1) return g.list(connections_json(g.allowed));
   if (p[0] == "vhosts" && n == 3 && p[2] == "connections") {
-    auto vs = in(1);
-    if (!vs) co_return missing(1);
-    co_return list(connections_json(*vs));
+    auto vs = g.in(1);
+    if (!vs) return missing(p[1]);
+    return g.list(connections_json(*vs));
   }
   if (p[0] == "connections" && n == 2) {
-    for (auto& c : connections_json(allowed))
-      if (c["name"] == p[1]) co_return json_reply(200, c);
-    co_return not_found();
+    for (auto& c : connections_json(g.allowed))
+      if (c["name"] == p[1]) return json_reply(200, c);
+    return not_found();
   }
-  if (p[0] == "channels" && n == 1) co_return list(channels_json(allowed));
-  co_return not_found();
+  if (p[0] == "channels" && n == 1) return g.list(channels_json(g.allowed));
+  return std::nullopt;
 }
 
 // ---- the aliveness test: declare, publish, get, as RabbitMQ's does -----------------------------
@@ -653,24 +658,32 @@ net::awaitable<reply> api::write(const request& r, const principal& who) {
     auto answered = co_await change_policy(*v, p[2], r, who);
     co_return answered;
   }
+  co_return unwritable(r, v);
+}
+
+// A write no path takes: what RabbitMQ answers for it.
+reply api::unwritable(const request& r, const std::optional<vhost>& v) const {
+  const auto& p = r.path;
+  const auto n = p.size();
+  const bool put = r.method == "PUT", del = r.method == "DELETE";
   // Nothing can be set there, so nothing is there to delete (parameters/{component}/{vhost}/{name}).
   if (p[0] == "parameters" && n == 4 && (put || del)) {
-    if (!find(p[2]) || del) co_return not_found();
-    co_return bad_request("Validation failed\n\ncomponent " + p[1] +
-                          " not found: runtime parameters (shovels, federation) are not implemented\n");
+    if (!find(p[2]) || del) return not_found();
+    return bad_request("Validation failed\n\ncomponent " + p[1] +
+                       " not found: runtime parameters (shovels, federation) are not implemented\n");
   }
   if (p[0] == "operator-policies" && n == 3 && v && (put || del)) {
-    if (del) co_return not_found();
-    co_return bad_request("Validation failed\n\noperator policies are not implemented: set a policy "
-                          "(PUT /api/policies/{vhost}/{name}), which the adaptor applies\n");
+    if (del) return not_found();
+    return bad_request("Validation failed\n\noperator policies are not implemented: set a policy "
+                       "(PUT /api/policies/{vhost}/{name}), which the adaptor applies\n");
   }
   if (n >= 2 && !v &&
       (p[0] == "queues" || p[0] == "exchanges" || p[0] == "bindings" || p[0] == "definitions" || p[0] == "policies" ||
        p[0] == "operator-policies"))
-    co_return not_found();
+    return not_found();
   reply refused = error_reply(405, "Method Not Allowed", "Method Not Allowed");
   refused.allow = "GET, HEAD";
-  co_return refused;
+  return refused;
 }
 
 // PUT or DELETE of a policy: written to the vhost's bucket through `who`'s own bus client.

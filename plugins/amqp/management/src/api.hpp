@@ -53,9 +53,24 @@ class api {
 
  private:
   struct vhost_counts;
+  // A GET under way: the request, its user and the vhosts the user may use.
+  struct reading {
+    const request& r;
+    const principal& who;
+    std::vector<vhost> allowed;
+    std::optional<std::vector<vhost>> in(std::size_t at) const;
+    reply list(nlohmann::json items) const;  // shaped by the query, as RabbitMQ shapes a list
+  };
   std::optional<vhost> find(const std::string& name) const;
+  reply missing(const std::string& vhost_name) const;
   boost::asio::awaitable<reply> get(const request& r, const principal& who);
+  // The synchronous reads; nullopt for a path none of them serves.
+  std::optional<reply> node_reading(const reading& g) const;
+  std::optional<reply> topology_reading(const reading& g) const;
+  std::optional<reply> parameters_reading(const reading& g) const;
+  std::optional<reply> client_reading(const reading& g) const;
   boost::asio::awaitable<reply> write(const request& r, const principal& who);
+  reply unwritable(const request& r, const std::optional<vhost>& v) const;
   boost::asio::awaitable<reply> overview(const std::vector<vhost>& in);
   boost::asio::awaitable<reply> queues(const request& r, const std::vector<vhost>& in);
   boost::asio::awaitable<reply> queue(const vhost& v, const std::string& name);

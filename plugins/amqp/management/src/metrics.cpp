@@ -168,51 +168,39 @@ void process_gauges(exposition& e, std::uint64_t connections) {
   e.sample("rabbitmq_process_resident_memory_bytes", "", resident * page_size);
 }
 
-}  // namespace
-
-net::awaitable<reply> api::metrics(bool per_object) {
-  std::vector<queue_sample> queues;
-  const auto vhosts = all_vhosts();
-  for (const auto& v : vhosts) {
-    auto sample = [&v] { return sample_vhost(v); };
-    auto pool = broker::bus_of(*v.broker)->worker_executor();
-    auto got = co_await off_loop(pool, std::move(sample));
-    // A figure the bus could not give is no figure: the scrape fails, and Prometheus says so.
-    if (!got || !*got)
-      co_return reply{503, "the bus did not give vhost '" + v.name + "''s counts: " + (got ? got->error().text : "no answer") + "\n",
-                      "text/plain; version=0.0.4", {}, {}};
-    queues.insert(queues.end(), std::make_move_iterator((*got)->begin()), std::make_move_iterator((*got)->end()));
-  }
-  const auto conns = src_.connections ? src_.connections() : std::vector<connection_view>{};
-  std::uint64_t channels = 0;
-  for (const auto& c : conns) channels += c.channels;
-
-  exposition e;
-  const std::string node = "rabbitmq_node=\"" + label(src_.node) + "\"";
+// Who this node is, and what it holds now.
+void node_gauges(exposition& e, const sources& src, const std::vector<connection_view>& conns,
+                 const std::vector<queue_sample>& queues) {
+  const std::string node = "rabbitmq_node=\"" + label(src.node) + "\"";
   e.family("rabbitmq_identity_info", "gauge", "RabbitMQ node & cluster identity info");
   e.sample("rabbitmq_identity_info",
-           node + ",rabbitmq_cluster=\"" + label(src_.node) + "\",rabbitmq_cluster_permanent_id=\"" + label(src_.node) + "\"",
+           node + ",rabbitmq_cluster=\"" + label(src.node) + "\",rabbitmq_cluster_permanent_id=\"" + label(src.node) + "\"",
            1);
   e.family("rabbitmq_build_info", "untyped", "RABBITMQ-SERVER BUILD INFO");
   e.sample("rabbitmq_build_info",
-           "rabbitmq_version=\"3.10.8\",product_name=\"cloud\",product_version=\"" + label(src_.product_version) + "\"", 1);
-  e.family("rabbitmq_connections", "gauge", "Connections currently open");
-  e.sample("rabbitmq_connections", "", conns.size());
-  e.family("rabbitmq_channels", "gauge", "Channels currently open");
-  e.sample("rabbitmq_channels", "", channels);
-  e.family("rabbitmq_queues", "gauge", "Queues available");
-  e.sample("rabbitmq_queues", "", queues.size());
-  std::uint64_t consumers = 0;
-  for (const auto& q : queues) consumers += q.consumers;
-  e.family("rabbitmq_consumers", "gauge", "Consumers currently connected");
-  e.sample("rabbitmq_consumers", "", consumers);
-  e.family("rabbitmq_channel_consumers", "gauge", "Consumers on a channel");
-  e.sample("rabbitmq_channel_consumers", "", consumers);
-  std::uint64_t unacked = 0;
-  for (const auto& q : queues) unacked += q.unacked;
-  e.family("rabbitmq_channel_messages_unacked", "gauge", "Delivered but not yet acknowledged");
-  e.sample("rabbitmq_channel_messages_unacked", "", unacked);
+           "rabbitmq_version=\"3.10.8\",product_name=\"cloud\",product_version=\"" + label(src.product_version) + "\"", 1);
+  std::uint64_t channels = 0, consumers = 0, unacked = 0;
+  for (const auto& c : conns) channels += c.channels;
+  for (const auto& q : queues) {
+    consumers += q.consumers;
+    unacked += q.unacked;
+  }
+  const std::tuple<const char*, const char*, std::uint64_t> gauges[] = {
+      {"rabbitmq_connections", "Connections currently open", conns.size()},
+      {"rabbitmq_channels", "Channels currently open", channels},
+      {"rabbitmq_queues", "Queues available", queues.size()},
+      {"rabbitmq_consumers", "Consumers currently connected", consumers},
+      {"rabbitmq_channel_consumers", "Consumers on a channel", consumers},
+      {"rabbitmq_channel_messages_unacked", "Delivered but not yet acknowledged", unacked},
+  };
+  for (const auto& [name, help, value] : gauges) {
+    e.family(name, "gauge", help);
+    e.sample(name, "", value);
+  }
+}
 
+// Each queue's figures, summed (rabbitmq_prometheus's default) or one sample per queue.
+void queue_gauges(exposition& e, const std::vector<queue_sample>& queues, bool per_object) {
   struct family_of {
     const char* name;
     const char* help;
@@ -238,10 +226,10 @@ net::awaitable<reply> api::metrics(bool per_object) {
       e.sample(f.name, "", sum);
     }
   }
+}
 
-  message_counters(e, vhosts);
-  object_counters(e, vhosts, src_.sessions_counted ? src_.sessions_counted() : session_counts{});
-  process_gauges(e, conns.size());
+// The adaptor's own: bus requests made and refusals raised, per vhost.
+void adaptor_counters(exposition& e, const std::vector<vhost>& vhosts) {
   e.family("cloud_amqp_bus_requests_total", "counter", "JetStream API and bucket requests made, per vhost");
   for (const auto& v : vhosts)
     e.sample("cloud_amqp_bus_requests_total", "vhost=\"" + label(v.name) + "\"",
@@ -250,6 +238,31 @@ net::awaitable<reply> api::metrics(bool per_object) {
   for (const auto& v : vhosts)
     for (const auto& [code, count] : broker::refusals_of(*v.broker))
       e.sample("cloud_amqp_refusals_total", "vhost=\"" + label(v.name) + "\",code=\"" + std::to_string(code) + "\"", count);
+}
+
+}  // namespace
+
+net::awaitable<reply> api::metrics(bool per_object) {
+  std::vector<queue_sample> queues;
+  const auto vhosts = all_vhosts();
+  for (const auto& v : vhosts) {
+    auto sample = [&v] { return sample_vhost(v); };
+    auto pool = broker::bus_of(*v.broker)->worker_executor();
+    auto got = co_await off_loop(pool, std::move(sample));
+    // A figure the bus could not give is no figure: the scrape fails, and Prometheus says so.
+    if (!got || !*got)
+      co_return reply{503, "the bus did not give vhost '" + v.name + "''s counts: " + (got ? got->error().text : "no answer") + "\n",
+                      "text/plain; version=0.0.4", {}, {}};
+    queues.insert(queues.end(), std::make_move_iterator((*got)->begin()), std::make_move_iterator((*got)->end()));
+  }
+  const auto conns = src_.connections ? src_.connections() : std::vector<connection_view>{};
+  exposition e;
+  node_gauges(e, src_, conns, queues);
+  queue_gauges(e, queues, per_object);
+  message_counters(e, vhosts);
+  object_counters(e, vhosts, src_.sessions_counted ? src_.sessions_counted() : session_counts{});
+  process_gauges(e, conns.size());
+  adaptor_counters(e, vhosts);
   co_return reply{200, e.text(), "text/plain; version=0.0.4", {}, {}};
 }
 
