@@ -2,7 +2,6 @@
 // once: an expiry counted from now, a drop-head limit trimming what is over it.
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
-#include <algorithm>
 #include <memory>
 
 #include "amqp/broker/broker.hpp"
@@ -25,9 +24,7 @@ policy_effects effects_of(const broker& b, const std::string& name, const routin
       const auto* applied = t.policy_of(queue);
       if (!applied || *applied != name) continue;
       if (p.expires && def.expires) e.expiring.push_back(queue);
-      if (p.max_length && def.max_length && def.overflow.value_or(routing::overflow_mode::drop_head) ==
-                                                 routing::overflow_mode::drop_head)
-        e.trimmed.push_back(queue);
+      if (p.max_length && def.drop_head_limit()) e.trimmed.push_back(queue);
     }
     return e;
   });
@@ -57,10 +54,7 @@ class policy_trim : public std::enable_shared_from_this<policy_trim> {
     if (!b) return;
     const auto limit = b->read_topology([&](const routing::topology& t) -> std::optional<std::uint64_t> {
       const auto* def = t.find_queue(queue_);
-      if (!def || !def->max_length || def->overflow.value_or(routing::overflow_mode::drop_head) !=
-                                          routing::overflow_mode::drop_head)
-        return std::nullopt;
-      return def->max_length;
+      return def ? def->drop_head_limit() : std::nullopt;
     });
     std::uint64_t excess = 0;
     if (limit && ++rounds_ <= most_rounds) {

@@ -186,11 +186,7 @@ const std::pair<const char*, counter_of> message_stats_fields[] = {
     {"get_empty", [](const broker::message_counts& c) { return c.get_empty; }},
     {"redeliver", [](const broker::message_counts& c) { return c.redelivered; }},
     {"ack", [](const broker::message_counts& c) { return c.acknowledged; }},
-    {"deliver_get",
-     [](const broker::message_counts& c) {
-       return c.delivered_consume_manual_ack + c.delivered_consume_auto_ack + c.delivered_get_manual_ack +
-              c.delivered_get_auto_ack;
-     }},
+    {"deliver_get", [](const broker::message_counts& c) { return c.delivered(); }},
 };
 
 }  // namespace

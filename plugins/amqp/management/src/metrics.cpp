@@ -90,14 +90,12 @@ void counter(exposition& e, const std::string& name, const char* help, const std
 // summed over the vhosts. RabbitMQ's channel counters restart with each channel; these never do.
 void message_counters(exposition& e, const std::vector<vhost>& vhosts) {
   const auto sum = summed_messages(vhosts);
-  const std::uint64_t delivered = sum.delivered_consume_manual_ack + sum.delivered_consume_auto_ack +
-                                  sum.delivered_get_manual_ack + sum.delivered_get_auto_ack;
   const std::pair<const char*, std::uint64_t> global[] = {
       {"received", sum.received},
       {"received_confirm", sum.received_confirm},
       {"confirmed", sum.confirmed},
       {"unroutable_returned", sum.unroutable_returned},
-      {"delivered", delivered},
+      {"delivered", sum.delivered()},
       {"delivered_consume_manual_ack", sum.delivered_consume_manual_ack},
       {"delivered_consume_auto_ack", sum.delivered_consume_auto_ack},
       {"delivered_get_manual_ack", sum.delivered_get_manual_ack},

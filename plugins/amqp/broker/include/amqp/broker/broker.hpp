@@ -158,6 +158,10 @@ struct message_counts {
   std::uint64_t get_empty = 0;
   std::uint64_t redelivered = 0;
   std::uint64_t acknowledged = 0;  // deliveries a client acked
+  // Every delivery, by consume or get, either acknowledgement mode.
+  std::uint64_t delivered() const {
+    return delivered_consume_manual_ack + delivered_consume_auto_ack + delivered_get_manual_ack + delivered_get_auto_ack;
+  }
   message_counts& operator+=(const message_counts& o) {
     received += o.received;
     received_confirm += o.received_confirm;

@@ -80,6 +80,11 @@ struct queue_def {
   std::optional<overflow_mode> overflow{};
   // Some route applies to only part of the stream (an `after`, or a retired binding).
   bool windowed() const;
+  // x-max-length when the overflow is drop-head (what is over it goes from the head), else nullopt.
+  std::optional<std::uint64_t> drop_head_limit() const {
+    if (overflow.value_or(overflow_mode::drop_head) != overflow_mode::drop_head) return std::nullopt;
+    return max_length;
+  }
   friend bool operator==(const queue_def&, const queue_def&) = default;
 };
 
