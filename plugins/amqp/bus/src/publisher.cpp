@@ -245,6 +245,10 @@ void publisher::sweep() {
       it = in_flight_.erase(it);
     }
     send_waiting_locked();
+    // Again while anything is open, whatever send_waiting_locked did: it arms the timer only
+    // when it may send, and a publish in flight may have no answer coming (its retry is due
+    // later, or it was lost), so only this sweep would ever end it.
+    arm_sweep_locked();
   }
   for (auto& p : expired) {
     auto err = failure("publish to " + p.subject, "the bus did not confirm within " +

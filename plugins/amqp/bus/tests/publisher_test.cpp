@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "amqp/bus/client.hpp"
@@ -84,6 +85,17 @@ struct fixture {
   void settle() {
     io.restart();
     io.poll();
+  }
+  // Runs the publisher's timers (real time; the clock they read is `now`) until `done` holds,
+  // 5 s at most.
+  template <class Done>
+  bool run_until(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      io.restart();
+      if (io.run_one_for(50ms) == 0) std::this_thread::sleep_for(10ms);
+    }
+    return done();
   }
   std::vector<std::uint64_t> sent_ids() const {
     std::vector<std::uint64_t> ids;
@@ -197,6 +209,27 @@ TEST_CASE("publisher: on a replicated stream, no responders and an unanswered at
   f.settle();
   REQUIRE(f.outcomes.size() == 1);
   CHECK(f.outcomes[0].second.ok());
+}
+
+// The sweep runs on its own timer here, as in the adaptor, rather than being called: the node
+// leading the stream killed, a burst sent at once is answered "no responders" until another
+// leads, and only the sweep sends it again.
+TEST_CASE("publisher: a burst sent at once while its stream has no leader is sent again by the sweep's timer") {
+  fixture f;
+  auto p = f.make(true);
+  for (std::uint64_t id = 1; id <= 20; ++id) f.publish(*p, id);  // arms the sweep's timer
+  REQUIRE(f.sent.size() == 16);  // at once; the other 4 wait for these to be answered
+  for (std::uint64_t id = 1; id <= 16; ++id) p->answered(id, no_responders().get());
+  f.io.run_for(600ms);  // the timer fires before the retries are due
+  CHECK(f.sent.size() == 16);
+  f.now += 300ms;
+  REQUIRE(f.run_until([&] { return f.sent.size() == 32; }));
+  for (std::uint64_t id = 1; id <= 16; ++id) p->answered(id, stored().get());
+  REQUIRE(f.sent.size() == 36);  // and the waiting ones go
+  for (std::uint64_t id = 17; id <= 20; ++id) p->answered(id, stored().get());
+  f.settle();
+  CHECK(f.outcomes.size() == 20);
+  for (const auto& [id, status] : f.outcomes) CHECK(status.ok());
 }
 
 TEST_CASE("publisher: a publish whose earlier attempt is still replicating is asked again, not failed") {
