@@ -61,6 +61,22 @@ void broker::note(std::string_view text) const {
   if (settings_.log_info) settings_.log_info(text);
 }
 
+void broker::report_nack(std::string_view subject, std::string_view why) {
+  std::uint64_t unreported = 0;
+  {
+    std::lock_guard lock{nack_report_mutex_};
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_nack_report_ < std::chrono::seconds(1)) {
+      ++nacks_unreported_;
+      return;
+    }
+    last_nack_report_ = now;
+    unreported = std::exchange(nacks_unreported_, 0);
+  }
+  warn("a publish to " + std::string(subject) + " is nacked: " + std::string(why) +
+       (unreported == 0 ? std::string{} : " (and " + std::to_string(unreported) + " more since the last report)"));
+}
+
 // ---- the mirror
 
 std::vector<std::string> broker::filters_of(const std::string& queue) const {

@@ -177,6 +177,9 @@ class broker : public std::enable_shared_from_this<broker> {
   void warn(std::string_view text) const;
   // Reports what an operator may want to know (settings.log_info; nowhere without it).
   void note(std::string_view text) const;
+  // A confirmed publish the bus did not store, and why: warned once a second at most (a bus that
+  // stores nothing nacks every publish), with how many went unreported since.
+  void report_nack(std::string_view subject, std::string_view why);
   // A channel or connection exception this vhost raised, by reply code (an operator's metric).
   void count_refusal(wire::reply_code code);
   std::map<int, std::uint64_t> refusals() const;
@@ -242,6 +245,9 @@ class broker : public std::enable_shared_from_this<broker> {
   };
   std::map<std::string, narrowing_pace> narrowing_;  // touched only by one narrowing round at a time
   std::atomic<bool> narrowing_stopped_{false};
+  std::mutex nack_report_mutex_;
+  std::chrono::steady_clock::time_point last_nack_report_{};  // under nack_report_mutex_
+  std::uint64_t nacks_unreported_ = 0;                        // under nack_report_mutex_
   std::shared_ptr<expiry_sweeper> expiry_;  // expires the heads of idle queues (expiry.hpp)
   boost::asio::any_io_executor dead_letter_lane_;
 

@@ -100,6 +100,8 @@ void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus
   // A refusal of the user closes the channel, as RabbitMQ refuses a publish to an exchange the
   // user may not write; under confirms anything else is a nack.
   if (seq != 0 && (stored || stored.error().kind != bus::bus_errc::denied)) {
+    // A nack tells the client only that the message is not stored; the operator learns why.
+    if (!stored) s.ctx.state().report_nack(subject, stored.error().text);
     confirm_soon(s, record_outcome(s, seq, stored ? publish_confirms::outcome::ack
                                                   : publish_confirms::outcome::nack));
     return;

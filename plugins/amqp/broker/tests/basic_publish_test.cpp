@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ostream>
+#include <thread>
 
 #include "harness.hpp"
 
@@ -98,6 +100,8 @@ TEST_CASE("a publish the bus refuses is nacked under confirms and the channel st
   h.settle();
   CHECK(confirms(h) == std::vector<confirm_frame>{{1, false, false}, {2, false, true}});
   CHECK(h.conn.exceptions.empty());
+  REQUIRE(h.warnings.size() == 1);  // the client learns only "not stored"; the operator, why
+  CHECK(h.warnings[0].find("is nacked: maximum payload exceeded") != std::string::npos);
   CHECK(h.bus->ready(consumer_of("q")) == 1);  // only the stored one is in the queue
 }
 
@@ -194,4 +198,21 @@ TEST_CASE("closing a channel with publishes in flight releases their cost and se
   h.bus->complete_publish(0, bus::bus_ok());
   h.settle();
   CHECK(confirms(h).empty());
+}
+
+TEST_CASE("nacks are reported once a second at most, counting those left unreported") {
+  harness h;
+  confirming(h);
+  for (int i = 0; i < 3; ++i) h.publish("", "q", "m");
+  h.settle();
+  for (std::size_t i = 0; i < 3; ++i) h.bus->complete_publish(i, refused());
+  h.settle();
+  REQUIRE(h.warnings.size() == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1010));
+  h.publish("", "q", "m");
+  h.settle();
+  h.bus->complete_publish(3, refused());
+  h.settle();
+  REQUIRE(h.warnings.size() == 2);
+  CHECK(h.warnings[1].find("(and 2 more since the last report)") != std::string::npos);
 }

@@ -75,7 +75,10 @@ void fake_connection::close_connection(wire::reply_code code, std::string senten
 harness::harness() : bus(std::make_shared<fake_bus>(io)), conn(io, bus) {
   settings s;
   s.node_name = "unit-test-node";
-  s.log_warning = [](std::string_view text) { MESSAGE("broker warning: " << text); };
+  s.log_warning = [this](std::string_view text) {
+    MESSAGE("broker warning: " << text);
+    warnings.emplace_back(text);
+  };
   b = make_broker(io, bus, std::move(s));
   // As the session does: a channel exception closes the channel (closed()), then it goes.
   conn.on_channel_closed = [this](std::uint16_t id) {

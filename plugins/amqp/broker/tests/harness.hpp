@@ -87,6 +87,8 @@ class harness {
  public:
   harness();
   ~harness();
+
+  std::vector<std::string> warnings;  // what the broker logged as warnings, in order
   harness(const harness&) = delete;
   harness& operator=(const harness&) = delete;
 

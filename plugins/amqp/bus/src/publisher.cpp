@@ -23,9 +23,15 @@ constexpr std::size_t trickle = 2;
 constexpr std::chrono::milliseconds sweep_period{250};
 constexpr std::chrono::milliseconds retry_pause{250};  // after "no responders", before the next attempt
 
-// "duplicate message id is in process": the stream leader still replicates an earlier attempt
-// of this publish and cannot tell yet whether it is stored. nats.c does not name it.
+// Answers a replicated stream gives while its leadership changes; the publish was not stored
+// by this attempt, and asked again (the same Nats-Msg-Id) the stream stores it once. nats.c
+// names neither.
+// "duplicate message id is in process": the leader still replicates an earlier attempt and
+// cannot tell yet whether it is stored.
 constexpr int js_duplicate_in_process = 10158;
+// "expected stream sequence does not match": a new leader applied the message at a sequence
+// its store was not at, and dropped it (stream.go, processJetStreamMsgWithBatch).
+constexpr int js_sequence_not_match = 10063;
 
 // A stored publish is acknowledged as `{"stream":"AMQP", "seq": N}`: recognised without a
 // JSON parse, which cost a tenth of the adaptor's CPU per published message. Anything else
@@ -145,8 +151,9 @@ void publisher::answered(std::uint64_t id, natsMsg* msg) {
   auto ack = parse_api_reply("publish", msg);
   if (ack && ack->value("seq", std::uint64_t{0}) != 0) return complete(id, bus_ok());
   // Asked again shortly, the leader names the stored message or stores it.
-  if (!ack && ack.error().js_code == js_duplicate_in_process && settings_.retry)
-    return retry_later(id, "the stream never stored an earlier attempt of this publish");
+  if (!ack && settings_.retry &&
+      (ack.error().js_code == js_duplicate_in_process || ack.error().js_code == js_sequence_not_match))
+    return retry_later(id, "the stream never stored this publish: " + ack.error().text);
   if (ack) return complete(id, failure("publish", "the stream answered without a sequence"));
   complete(id, ack.error());
 }

@@ -52,6 +52,9 @@ msg_ptr no_responders() { return answer("", "503"); }
 msg_ptr replicating() {
   return answer(R"({"error":{"code":409,"err_code":10158,"description":"duplicate message id is in process"}})");
 }
+msg_ptr sequence_mismatch() {
+  return answer(R"({"error":{"code":503,"err_code":10063,"description":"expected stream sequence does not match"}})");
+}
 
 struct fixture {
   fixture() { nats_Open(-1); }
@@ -232,20 +235,23 @@ TEST_CASE("publisher: a burst sent at once while its stream has no leader is sen
   for (const auto& [id, status] : f.outcomes) CHECK(status.ok());
 }
 
-TEST_CASE("publisher: a publish whose earlier attempt is still replicating is asked again, not failed") {
-  fixture f;
-  auto p = f.make(true);
-  f.publish(*p, 1);
-  p->answered(1, replicating().get());
-  f.settle();
-  CHECK(f.outcomes.empty());
-  f.now += 300ms;
-  p->sweep();
-  CHECK(f.sent.size() == 2);
-  p->answered(1, stored().get());
-  f.settle();
-  REQUIRE(f.outcomes.size() == 1);
-  CHECK(f.outcomes[0].second.ok());
+TEST_CASE("publisher: a publish answered while its stream changes leader is asked again, not failed") {
+  for (auto leader_changing : {&replicating, &sequence_mismatch}) {
+    fixture f;
+    auto p = f.make(true);
+    f.publish(*p, 1);
+    p->answered(1, leader_changing().get());
+    f.settle();
+    CHECK(f.outcomes.empty());
+    f.now += 300ms;
+    p->sweep();
+    CHECK(f.sent.size() == 2);
+    CHECK(f.sent[1].msg_id == f.sent[0].msg_id);  // the stream stores it once
+    p->answered(1, stored().get());
+    f.settle();
+    REQUIRE(f.outcomes.size() == 1);
+    CHECK(f.outcomes[0].second.ok());
+  }
 }
 
 TEST_CASE("publisher: without retries, no responders fails the publish at once") {
