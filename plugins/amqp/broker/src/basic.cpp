@@ -7,6 +7,7 @@
 #include "amqp/routing/names.hpp"
 #include "amqp/routing/subject.hpp"
 #include "amqp/routing/topology.hpp"
+#include "consume_arguments.hpp"
 #include "dead_letter.hpp"
 #include "delivery.hpp"
 #include "handler_support.hpp"
@@ -331,6 +332,13 @@ std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_a
 
 namespace {
 
+// True when an argument of the consume is refused (consume_arguments.hpp): the channel is closed.
+bool refused_arguments(channel_context& ctx, const wire::basic_consume& m, std::string_view queue) {
+  auto refused = refused_consume_argument(m.arguments, queue, ctx.state().config().vhost);
+  if (refused) ctx.fail(refused->code, refused->sentence, wire::basic_consume::key);
+  return refused.has_value();
+}
+
 task<> start_consumer(basic_state& s, wire::basic_consume m, std::string queue, std::string tag) {
   auto& chan = s.ctx;
   constexpr auto during = wire::basic_consume::key;
@@ -402,9 +410,12 @@ void basic_class::on_method(wire::basic_consume m, turn method_turn) {
   auto& s = *state_;
   auto& ctx = s.ctx;
   constexpr auto during = wire::basic_consume::key;
-  if (m.queue == routing::direct_reply_queue) return consume_direct_reply(s, m);
+  if (m.queue == routing::direct_reply_queue) {
+    if (refused_arguments(ctx, m, m.queue)) return;
+    return consume_direct_reply(s, m);
+  }
   auto queue = ctx.resolve_queue(m.queue, during);
-  if (!queue) return;
+  if (!queue || refused_arguments(ctx, m, *queue)) return;
   std::string tag = m.consumer_tag.empty() ? generated_tag() : m.consumer_tag;
   if (s.uses_tag(tag)) return reuse_of_tag(ctx, tag);
   ctx.spawn(during, start_consumer(s, std::move(m), std::move(*queue), std::move(tag)), std::move(method_turn));

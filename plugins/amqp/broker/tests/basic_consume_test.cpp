@@ -281,3 +281,65 @@ TEST_CASE("basic.get with no-ack acks the message on the bus at once and leaves 
   REQUIRE(h.run_until([&] { return h.count<wire::basic_get_ok>() == 1; }));
   acked_at_once(h, 1);
 }
+
+namespace {
+
+wire::basic_consume consume_with(std::string name, wire::field_value value) {
+  wire::basic_consume m;
+  m.queue = "q";
+  m.consumer_tag = "c";
+  m.arguments.entries.push_back(wire::table_entry{std::move(name), std::move(value)});
+  return m;
+}
+
+// The consume's channel exception, once the broker has answered it.
+wire::reply_code refusal_of(harness& h, const wire::basic_consume& m) {
+  h.method(m);
+  h.settle();
+  REQUIRE(h.conn.exceptions.size() == 1);
+  CHECK(h.conn.exceptions[0].offending == wire::basic_consume::key);
+  return h.conn.exceptions[0].code;
+}
+
+}  // namespace
+
+TEST_CASE("consumer arguments: priority 0 and no cancel on failover are what every consumer gets, and accepted") {
+  for (auto m : {consume_with("x-priority", wire::field_value{std::int32_t{0}}),
+                 consume_with("x-cancel-on-ha-failover", wire::field_value{false})}) {
+    harness h;
+    h.open();
+    h.declare("q");
+    h.fill("q", 1);
+    h.method(m);
+    h.settle();
+    CHECK(h.conn.exceptions.empty());
+    CHECK(h.delivered_bodies() == std::vector<std::string>{"m1"});
+  }
+}
+
+TEST_CASE("consumer arguments that would change what is delivered are 540 NOT_IMPLEMENTED, naming the argument") {
+  for (auto m : {consume_with("x-priority", wire::field_value{std::int32_t{5}}),
+                 consume_with("x-priority", wire::field_value{std::int64_t{-1}}),
+                 consume_with("x-cancel-on-ha-failover", wire::field_value{true}),
+                 consume_with("x-stream-offset", wire::field_value{std::string{"first"}}),
+                 consume_with("x-credit", wire::field_value{wire::field_table{}})}) {
+    harness h;
+    h.open();
+    h.declare("q");
+    CHECK(refusal_of(h, m) == wire::reply_code::not_implemented);
+    CHECK(h.conn.exceptions[0].sentence.find(m.arguments.entries[0].name) != std::string::npos);
+    CHECK(h.bus->requests().empty());  // no consumer was started
+  }
+}
+
+TEST_CASE("a consumer argument of the wrong type is RabbitMQ's 406 invalid arg, naming the queue") {
+  for (auto m : {consume_with("x-priority", wire::field_value{std::string{"high"}}),
+                 consume_with("x-cancel-on-ha-failover", wire::field_value{std::int32_t{1}})}) {
+    harness h;
+    h.open();
+    h.declare("q");
+    CHECK(refusal_of(h, m) == wire::reply_code::precondition_failed);
+    CHECK(h.conn.exceptions[0].sentence.find("invalid arg '" + m.arguments.entries[0].name + "' for queue 'q' in vhost '/'") !=
+          std::string::npos);
+  }
+}

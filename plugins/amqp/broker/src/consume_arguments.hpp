@@ -1,0 +1,26 @@
+#pragma once
+// basic.consume arguments: RabbitMQ's `x-*` consumer arguments. Those asking for what every
+// consumer here already gets (priority 0, no cancel on a failover) are accepted; those that would
+// change what a consumer is delivered, and are not built yet, answer 540 with a remedy (HIP-1326,
+// "What is not implemented, and how it says so"); a value of the wrong type is RabbitMQ's 406.
+// Arguments RabbitMQ itself does not know are ignored, as it does.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "amqp/wire/field_table.hpp"
+#include "amqp/wire/reply_code.hpp"
+
+namespace amqp::broker {
+
+struct consume_refusal {
+  wire::reply_code code;
+  std::string sentence;
+};
+
+// The refusal for the first argument that cannot be honoured, or nullopt when all can.
+// `queue` and `vhost` name the queue in RabbitMQ's 406 sentence.
+std::optional<consume_refusal> refused_consume_argument(const wire::field_table& arguments, std::string_view queue,
+                                                        std::string_view vhost);
+
+}  // namespace amqp::broker
