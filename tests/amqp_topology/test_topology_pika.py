@@ -158,6 +158,9 @@ class OneCloud(cloudtest.OneCloudTest):
         self.assertEqual(caught.exception.reply_text,
                          "NOT_FOUND - no queue 'args-q' in vhost '/'")
         ch = self.conn.channel()
+        refused(self, lambda: ch.queue_declare(queue="args-q", arguments={"x-queue-type": "lazy"}), 406,
+                "PRECONDITION_FAILED - invalid arg 'x-queue-type' for queue 'args-q' in vhost '/'")
+        ch = self.conn.channel()
         ok = ch.queue_declare(queue="args-hints-q", arguments={"x-queue-type": "quorum", "x-expires": 60000,
                                                                "x-single-active-consumer": False})
         self.assertEqual(ok.method.queue, "args-hints-q")

@@ -91,6 +91,12 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
       const auto* on = std::get_if<bool>(&entry.value.value);
       if (!on) return invalid(name, "the value is not a boolean; give true or false");
       def.single_active_consumer = *on;
+    } else if (name == "x-queue-type") {
+      // Every queue is a consumer of the stream, so classic and quorum are alike (stream was
+      // refused before); any other type is not one RabbitMQ knows either.
+      const auto* type = std::get_if<std::string>(&entry.value.value);
+      if (!type || (*type != "classic" && *type != "quorum"))
+        return invalid(name, "the value is not 'classic', 'quorum' or 'stream'; give one of them");
     } else if (name == "x-dead-letter-strategy") {
       const auto* strategy = std::get_if<std::string>(&entry.value.value);
       if (!strategy || (*strategy != "at-most-once" && *strategy != "at-least-once"))

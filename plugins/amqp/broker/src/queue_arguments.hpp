@@ -23,7 +23,8 @@ std::optional<std::string> refused_queue_argument(const wire::field_table& argum
 // x-dead-letter-routing-key, x-delivery-limit, x-expires, x-single-active-consumer, x-max-length,
 // x-overflow) written into
 // `def`; x-dead-letter-strategy is
-// checked (dead-lettering is always at least once, which satisfies either value). False with
+// checked (dead-lettering is always at least once, which satisfies either value), and so is
+// x-queue-type (classic and quorum queues are alike here). False with
 // RabbitMQ's 406 "invalid arg" sentence in `refusal` for a value of the wrong type or range.
 bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, std::string_view vhost,
                           routing::name_rules names,

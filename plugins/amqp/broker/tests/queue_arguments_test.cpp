@@ -74,3 +74,17 @@ TEST_CASE("x-dead-letter-exchange is a name the naming mode accepts") {
   CHECK_FALSE(broker::read_queue_arguments(headers, "q", "/", routing::name_rules::escaped, def, refusal));
   CHECK(refusal.find("headers exchange") != std::string::npos);
 }
+
+TEST_CASE("x-queue-type: classic and quorum are accepted, any other type is RabbitMQ's 406 invalid arg") {
+  std::string refusal;
+  for (const char* type : {"classic", "quorum"}) {
+    routing::queue_def def;
+    CHECK(broker::read_queue_arguments(arguments("x-queue-type", wire::field_value{std::string{type}}), "q", "/", hip,
+                                       def, refusal));
+  }
+  for (auto bad : {wire::field_value{std::string{"lazy"}}, wire::field_value{std::int32_t{1}}}) {
+    routing::queue_def def;
+    CHECK_FALSE(broker::read_queue_arguments(arguments("x-queue-type", bad), "q", "/", hip, def, refusal));
+    CHECK(refusal.find("invalid arg 'x-queue-type' for queue 'q' in vhost '/'") == 0);
+  }
+}
