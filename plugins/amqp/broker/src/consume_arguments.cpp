@@ -3,6 +3,8 @@
 #include <array>
 #include <variant>
 
+#include "queue_arguments.hpp"
+
 namespace amqp::broker {
 namespace {
 
@@ -31,9 +33,7 @@ consume_refusal not_implemented(std::string_view name, std::string_view remedy) 
 std::optional<consume_refusal> refused_consume_argument(const wire::field_table& arguments, std::string_view queue,
                                                         std::string_view vhost) {
   auto invalid = [&](std::string_view name, std::string_view why) {
-    return consume_refusal{wire::reply_code::precondition_failed,
-                           "invalid arg '" + std::string(name) + "' for queue '" + std::string(queue) + "' in vhost '" +
-                               std::string(vhost) + "': " + std::string(why)};
+    return consume_refusal{wire::reply_code::precondition_failed, invalid_argument_sentence(name, queue, vhost, why)};
   };
   for (const auto& entry : arguments.entries) {
     const auto& name = entry.name;

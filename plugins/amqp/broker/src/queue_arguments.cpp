@@ -30,6 +30,12 @@ std::string sentence(std::string_view name, std::string_view remedy) {
 
 }  // namespace
 
+std::string invalid_argument_sentence(std::string_view name, std::string_view queue, std::string_view vhost,
+                                      std::string_view why) {
+  return "invalid arg '" + std::string(name) + "' for queue '" + std::string(queue) + "' in vhost '" +
+         std::string(vhost) + "': " + std::string(why);
+}
+
 std::optional<std::string> refused_queue_argument(const wire::field_table& arguments) {
   for (const auto& entry : arguments.entries) {
     for (const auto& r : refused)
@@ -47,9 +53,7 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
                           routing::name_rules names,
                           routing::queue_def& def, std::string& refusal) {
   auto invalid = [&](std::string_view name, std::string_view why) {
-    refusal = "invalid arg '" + std::string(name) + "' for queue '" + std::string(queue) + "' in vhost '" +
-              std::string(vhost) + "': " +
-              std::string(why);
+    refusal = invalid_argument_sentence(name, queue, vhost, why);
     return false;
   };
   for (const auto& entry : arguments.entries) {

@@ -16,6 +16,11 @@
 
 namespace amqp::broker {
 
+// RabbitMQ's 406 sentence for an argument of the wrong type or range (queue.declare's and
+// basic.consume's): "invalid arg '<name>' for queue '<queue>' in vhost '<vhost>': <why>".
+std::string invalid_argument_sentence(std::string_view name, std::string_view queue, std::string_view vhost,
+                                      std::string_view why);
+
 // The 540 sentence for the first refused argument, or nullopt when every argument is fine.
 std::optional<std::string> refused_queue_argument(const wire::field_table& arguments);
 

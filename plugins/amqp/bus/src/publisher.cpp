@@ -23,14 +23,12 @@ constexpr std::size_t trickle = 2;
 constexpr std::chrono::milliseconds sweep_period{250};
 constexpr std::chrono::milliseconds retry_pause{250};  // after "no responders", before the next attempt
 
-// Answers a replicated stream gives while its leadership changes; the publish was not stored
-// by this attempt, and asked again (the same Nats-Msg-Id) the stream stores it once. nats.c
-// names neither.
-// "duplicate message id is in process": the leader still replicates an earlier attempt and
-// cannot tell yet whether it is stored.
+// Two answers of a replicated stream whose leadership changes, neither named by nats.c. This
+// attempt was not stored; asked again with the same Nats-Msg-Id, the stream stores it once.
+// "duplicate message id is in process": the leader still replicates an earlier attempt.
 constexpr int js_duplicate_in_process = 10158;
-// "expected stream sequence does not match": a new leader applied the message at a sequence
-// its store was not at, and dropped it (stream.go, processJetStreamMsgWithBatch).
+// "expected stream sequence does not match": a new leader applied the message at a sequence its
+// store was not at, and dropped it (stream.go, processJetStreamMsgWithBatch).
 constexpr int js_sequence_not_match = 10063;
 
 // A stored publish is acknowledged as `{"stream":"AMQP", "seq": N}`: recognised without a
