@@ -485,7 +485,8 @@ void broker::note_use(const std::string& queue, use how) {
   });
 }
 
-void broker::expect_expiries(std::string_view exchange, std::string_view key, std::string_view property_octets) {
+void broker::expect_expiries(std::string_view exchange, std::string_view key, std::string_view property_octets,
+                             std::chrono::milliseconds delay) {
   if (!expiry_) return;
   std::vector<std::pair<std::string, std::uint64_t>> expiring;  // queue, the message's TTL there
   read_topology([&](const routing::topology& t) {
@@ -500,8 +501,8 @@ void broker::expect_expiries(std::string_view exchange, std::string_view key, st
       if (ttl) expiring.emplace_back(std::move(queue), *ttl);
     }
   });
-  const auto now = std::chrono::steady_clock::now();
-  for (auto& [queue, ttl] : expiring) expiry_->look_by(std::move(queue), now + std::chrono::milliseconds(ttl));
+  const auto arrives = std::chrono::steady_clock::now() + delay;
+  for (auto& [queue, ttl] : expiring) expiry_->look_by(std::move(queue), arrives + std::chrono::milliseconds(ttl));
 }
 
 std::uint64_t broker::last_use_here_ms(const std::string& queue) const {

@@ -125,7 +125,9 @@ class broker : public std::enable_shared_from_this<broker> {
   // (its `expiration`): each queue it reaches whose head may expire while nobody reads it is
   // looked at when the message expires there (expiry.hpp). Costs nothing while no queue has an
   // x-message-ttl or a dead-letter exchange.
-  void expect_expiries(std::string_view exchange, std::string_view key, std::string_view property_octets);
+  // `delay`: the message reaches its queues that much later (a delayed-message exchange's).
+  void expect_expiries(std::string_view exchange, std::string_view key, std::string_view property_octets,
+                       std::chrono::milliseconds delay = {});
   // The latest use of the queue noted here (ms since the epoch; 0: none), written or not yet.
   std::uint64_t last_use_here_ms(const std::string& queue) const;
 

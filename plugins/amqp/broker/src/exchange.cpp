@@ -4,6 +4,7 @@
 
 #include "amqp/routing/names.hpp"
 #include "channel_context.hpp"
+#include "delayed_delivery.hpp"
 #include "handler_support.hpp"
 #include "handlers.hpp"
 
@@ -29,8 +30,11 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::ex
              declare_key, inequivalent_remedy);
     return false;
   };
+  if (current.delayed != wanted.delayed || (current.kind != wanted.kind && !current.delayed)) {
+    return mismatch("type", routing::type_name(wanted), routing::type_name(current));
+  }
   if (current.kind != wanted.kind) {
-    return mismatch("type", routing::to_string(wanted.kind), routing::to_string(current.kind));
+    return mismatch("x-delayed-type", routing::to_string(wanted.kind), routing::to_string(current.kind));
   }
   if (current.durable != wanted.durable) {
     return mismatch("durable", bool_text(wanted.durable), bool_text(current.durable));
@@ -42,6 +46,33 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::ex
     return mismatch("internal", bool_text(wanted.internal), bool_text(current.internal));
   }
   return true;
+}
+
+// The exchange a declaration asks for. x-delayed-message routes as its x-delayed-type says (the
+// plugin's 406 text, typos kept, when there is none); alternate-exchange is not built.
+wire::result<routing::exchange_def> declared_exchange(const wire::exchange_declare& m) {
+  if (wire::find(m.arguments, "alternate-exchange")) {
+    return wire::refusal{wire::reply_code::not_implemented,
+                         "exchange argument 'alternate-exchange' is not implemented; publish with mandatory and "
+                         "handle basic.return to learn of messages nothing is bound for"};
+  }
+  routing::exchange_def def{routing::exchange_kind::direct, m.durable, m.auto_delete, m.internal};
+  std::string_view type = m.type;
+  if (type == routing::delayed_exchange_type) {
+    const auto* routed_as = wire::find(m.arguments, "x-delayed-type");
+    const auto* text = routed_as ? std::get_if<std::string>(&routed_as->value) : nullptr;
+    if (text == nullptr) {
+      return wire::refusal{wire::reply_code::precondition_failed,
+                           "Invalid argument, 'x-delayed-type' must bean existing exchnage type",
+                           "declare it with the argument x-delayed-type set to direct, fanout or topic"};
+    }
+    def.delayed = true;
+    type = *text;
+  }
+  auto kind = routing::parse_exchange_kind(type);
+  if (!kind) return kind.error();
+  def.kind = *kind;
+  return def;
 }
 
 void declared(channel_context& ctx, bool no_wait) {
@@ -68,9 +99,8 @@ task<> declare_passive(channel_context& ctx, wire::exchange_declare m) {
   declared(ctx, m.no_wait);
 }
 
-task<> declare(channel_context& ctx, wire::exchange_declare m, routing::exchange_kind kind) {
+task<> declare(channel_context& ctx, wire::exchange_declare m, routing::exchange_def wanted) {
   const std::string name = m.exchange;
-  const routing::exchange_def wanted{kind, m.durable, m.auto_delete, m.internal};
   if (auto current = find(ctx, name)) {
     if (equivalent(ctx, name, *current, wanted)) declared(ctx, m.no_wait);
     co_return;
@@ -113,11 +143,22 @@ task<> delete_exchange(channel_context& ctx, wire::exchange_delete_ m) {
     }
   }
   // Local first, then the bucket (which also drops the exchange's bindings from every queue).
+  const auto current = find(ctx, name);
   ctx.state().write_topology([&](routing::topology& t) { return t.erase_exchange(name); });
   broker* b = &ctx.state();
   auto remove = [b, bus = ctx.bus_ptr(), key] { return store::remove_entry(*b, *bus, key); };
   auto failed = co_await ctx.on_bus(delete_key, std::move(remove));
   if (failed) co_return bus_failed(ctx, *failed, delete_key);
+  // The plugin's delayed messages go with their exchange.
+  if (current && current->delayed) {
+    auto drop = [bus = ctx.bus_ptr(), waiting = delayed_subject_prefix(name) + ".>"]() -> std::optional<bus::bus_error> {
+      auto dropped = bus->purge_subject(waiting);
+      if (dropped) return std::nullopt;
+      return dropped.error();
+    };
+    auto not_dropped = co_await ctx.on_bus(delete_key, std::move(drop));
+    if (not_dropped) co_return bus_failed(ctx, *not_dropped, delete_key);
+  }
   deleted(ctx, m.no_wait);
 }
 
@@ -125,10 +166,10 @@ task<> delete_exchange(channel_context& ctx, wire::exchange_delete_ m) {
 
 void on_exchange_declare(channel_context& ctx, wire::exchange_declare m, turn method_turn) {
   if (m.passive) return ctx.spawn(declare_key, declare_passive(ctx, std::move(m)), std::move(method_turn));
-  auto kind = routing::parse_exchange_kind(m.type);
-  if (!kind) return ctx.refuse(kind.error(), declare_key);
+  auto wanted = declared_exchange(m);
+  if (!wanted) return ctx.refuse(wanted.error(), declare_key);
   if (auto bad = routing::check_new_name(names(ctx), "exchange", m.exchange)) return ctx.refuse(*bad, declare_key);
-  ctx.spawn(declare_key, declare(ctx, std::move(m), *kind), std::move(method_turn));
+  ctx.spawn(declare_key, declare(ctx, std::move(m), *wanted), std::move(method_turn));
 }
 
 void on_exchange_delete(channel_context& ctx, wire::exchange_delete_ m, turn method_turn) {

@@ -12,6 +12,7 @@
 #include "amqp/routing/topology.hpp"
 #include "basic.hpp"
 #include "dead_letter.hpp"
+#include "delayed_delivery.hpp"
 #include "delivery.hpp"
 #include "handler_support.hpp"
 #include "length_limit.hpp"
@@ -348,6 +349,26 @@ void store_on_bus(basic_state& s, publish_request p, const std::string& subject,
                      });
 }
 
+// A delayed-message exchange's publish (delayed_delivery.hpp): the stream stores it now, as a
+// schedule, and the confirm says so; it reaches the queues bound when its delay ends. mandatory
+// returns it at once, as the plugin does: nothing is routed at publish.
+void store_delayed(basic_state& s, publish_request p, const std::string& subject, delayed_publish delayed,
+                   std::uint64_t seq) {
+  auto& chan = s.ctx;
+  const auto& m = p.m;
+  if (m.mandatory) return_unroutable(chan, m, p.property_octets, p.body);
+  chan.state().expect_expiries(m.exchange, m.routing_key, delayed.property_octets, delayed.delay);
+  const std::size_t cost = count_in_flight(s, delayed.property_octets, p.body);
+  const auto at = std::chrono::system_clock::now() + delayed.delay;
+  chan.bus().publish_delayed(subject, delayed_subject_prefix(m.exchange), at, bus::base64_encode(delayed.property_octets),
+                             std::move(p.body), chan.executor(),
+                             [st = &s, weak = chan.weak_from_this(), seq, cost, subject](bus::bus_status stored) {
+                               auto alive = weak.lock();
+                               if (!alive) return;
+                               publish_done(*st, seq, cost, stored, subject);
+                             });
+}
+
 // Sender-selected distribution (sender_selected.hpp): the publish is stored under its own subject
 // for the queues its routing key reaches, and one copy goes to each other queue a CC or BCC key
 // reaches, under that queue's own subject (its implicit default-exchange binding), showing the
@@ -392,9 +413,11 @@ task<> publish_selected(basic_state& s, publish_request p, std::string subject, 
 
 // CC or BCC keys with what their copies cannot honour exactly: refused, naming the remedy.
 bool sender_selection_refused(channel_context& chan, const wire::basic_publish& m, const std::vector<std::string>& keys,
-                              bool has_subject) {
+                              bool has_subject, bool delayed) {
   std::string why;
-  if (routing::names_direct_reply(m.routing_key) && m.exchange.empty()) {
+  if (delayed) {
+    why = "to a delayed-message exchange with an x-delay";
+  } else if (routing::names_direct_reply(m.routing_key) && m.exchange.empty()) {
     why = "to a direct reply-to address";
   } else if (!has_subject) {
     why = "whose routing key has no subject";
@@ -425,7 +448,14 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
   if (!selected) return chan.refuse(selected.error(), during);
   p.property_octets = std::move(selected->property_octets);
   auto subject = routing::publish_subject(m.exchange, m.routing_key);
-  if (!selected->keys.empty() && sender_selection_refused(chan, m, selected->keys, subject.ok())) return;
+  std::optional<delayed_publish> delayed;
+  if (def.delayed) {
+    auto delay = read_delay(p.property_octets);
+    if (!delay) return chan.refuse(delay.error(), during);
+    delayed = std::move(*delay);
+  }
+  if (!selected->keys.empty() && sender_selection_refused(chan, m, selected->keys, subject.ok(), delayed.has_value()))
+    return;
   if (!rewrite_direct_reply_to(s, p.property_octets)) return;
   auto next_seq = [&] {
     if (chan.confirms && !s.confirms.enabled()) s.confirms.select();
@@ -441,6 +471,7 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
       !subject && def.kind != routing::exchange_kind::fanout && routing::blank_publish_key(m.routing_key);
   if (!subject && !to_nothing) return chan.refuse(subject.error(), during);
   const std::uint64_t seq = next_seq();
+  if (delayed && subject) return store_delayed(s, std::move(p), *subject, std::move(*delayed), seq);
   if (!selected->keys.empty()) {
     auto keys = std::move(selected->keys);
     return chan.spawn(during, publish_selected(s, std::move(p), *subject, std::move(keys), seq), std::move(publish_turn));

@@ -216,3 +216,77 @@ TEST_CASE("nacks are reported once a second at most, counting those left unrepor
   REQUIRE(h.warnings.size() == 2);
   CHECK(h.warnings[1].find("(and 2 more since the last report)") != std::string::npos);
 }
+
+namespace {
+
+// A delayed-message exchange "dx" routing as direct, with queue "q" bound to it by "k".
+void delayed_exchange(harness& h) {
+  wire::field_table arguments{{{"x-delayed-type", wire::field_value(std::string("direct"))}}};
+  h.method(wire::exchange_declare{0, "dx", "x-delayed-message", false, true, false, false, false, arguments});
+  h.method(wire::queue_bind{0, "q", "dx", "k", false, {}});
+  h.settle();
+  REQUIRE(h.count<wire::exchange_declare_ok>() == 1);
+  REQUIRE(h.count<wire::queue_bind_ok>() == 1);
+}
+
+wire::basic_properties delayed_by(std::int32_t ms) {
+  wire::basic_properties p;
+  p.headers = wire::field_table{{{"x-delay", wire::field_value(ms)}}};
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a delayed publish is stored as a schedule and confirmed; its queue has it once the schedule fires") {
+  harness h;
+  confirming(h);
+  h.bus->set_manual_publishes(false);
+  delayed_exchange(h);
+  const auto before = std::chrono::system_clock::now();
+  h.publish_with(delayed_by(1500), "dx", "k", "later");
+  REQUIRE(h.run_until([&] { return confirms(h).size() == 1; }));
+  CHECK(confirms(h) == std::vector<confirm_frame>{{1, false, true}});
+  CHECK(h.bus->publish_count() == 0);  // not stored on its subject yet
+  REQUIRE(h.bus->delayed().size() == 1);
+  const auto& d = h.bus->delayed()[0];
+  CHECK(d.subject == "amqp.dx.k");
+  CHECK(d.schedule_prefix == "amqp.~delayed.dx");
+  CHECK(d.at >= before + std::chrono::milliseconds(1500));
+  CHECK(d.at <= std::chrono::system_clock::now() + std::chrono::milliseconds(1500));
+  CHECK(h.bus->ready(consumer_of("q")) == 0);
+  h.bus->fire_delayed(0);
+  CHECK(h.bus->ready(consumer_of("q")) == 1);
+  CHECK(h.conn.publish_cost == 0);
+}
+
+TEST_CASE("a delayed exchange routes a publish without x-delay at once; mandatory returns a delayed one at once") {
+  harness h;
+  h.open();
+  h.declare("q");
+  delayed_exchange(h);
+  h.publish("dx", "k", "now");
+  h.publish_with(delayed_by(500), "dx", "k", "later", /*mandatory=*/true);
+  h.settle();
+  CHECK(h.bus->publish_count() == 1);
+  CHECK(h.bus->published_subject(0) == "amqp.dx.k");
+  CHECK(h.bus->delayed().size() == 1);
+  const auto returned = h.all<wire::basic_return_>();
+  REQUIRE(returned.size() == 1);
+  CHECK(returned[0].reply_code == 312);
+}
+
+TEST_CASE("deleting a delayed exchange drops the messages waiting in it") {
+  harness h;
+  h.open();
+  h.declare("q");
+  delayed_exchange(h);
+  h.publish_with(delayed_by(500), "dx", "k", "dropped");
+  h.settle();
+  h.method(wire::exchange_delete_{0, "dx", false, false});
+  h.settle();
+  REQUIRE(h.count<wire::exchange_delete_ok>() == 1);
+  REQUIRE(h.bus->delayed().size() == 1);
+  CHECK(h.bus->delayed()[0].purged);
+  h.bus->fire_delayed(0);
+  CHECK(h.bus->ready(consumer_of("q")) == 0);
+}

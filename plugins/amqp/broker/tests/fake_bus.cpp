@@ -367,6 +367,11 @@ bus::bus_result<std::map<std::string, bus::queue_info>> fake_bus::peek_all_queue
 bus::bus_status fake_bus::purge_subject(const std::string& subject) {
   for (auto& m : stream_)
     if (m.subject == subject) m.purged = true;
+  if (subject.ends_with(".>")) {
+    const auto prefix = subject.substr(0, subject.size() - 2);
+    for (auto& d : delayed_)
+      if (d.schedule_prefix == prefix && !d.fired) d.purged = true;
+  }
   return bus::bus_ok();
 }
 
@@ -403,6 +408,21 @@ void fake_bus::publish(std::string subject, std::string amqp_props_b64, std::str
   publishes_.push_back({std::move(subject), props.value_or(std::string{}), std::move(body), std::move(ex),
                         std::move(done), false});
   if (!manual_publishes_) complete_publish(publishes_.size() - 1, bus::bus_ok());
+}
+
+void fake_bus::publish_delayed(std::string subject, std::string schedule_prefix, std::chrono::system_clock::time_point at,
+                               std::string amqp_props_b64, std::string body, boost::asio::any_io_executor ex,
+                               std::function<void(bus::bus_status)> done) {
+  auto props = bus::base64_decode(amqp_props_b64);
+  delayed_.push_back({std::move(subject), std::move(schedule_prefix), at, props.value_or(std::string{}), std::move(body)});
+  boost::asio::post(ex, [done = std::move(done)] { done(bus::bus_ok()); });
+}
+
+void fake_bus::fire_delayed(std::size_t index) {
+  auto& d = delayed_.at(index);
+  if (d.fired || d.purged) return;
+  d.fired = true;
+  store(d.subject, d.property_octets, d.body);
 }
 
 std::shared_ptr<bus::puller> fake_bus::make_puller(const std::string& queue, boost::asio::any_io_executor ex,

@@ -77,6 +77,18 @@ class fake_bus final : public bus::client {
   const std::string& published_subject(std::size_t index) const { return publishes_.at(index).subject; }
   // Answers the index-th publish (0-based, call order): ok stores the message; an error does not.
   void complete_publish(std::size_t index, bus::bus_status outcome);
+  // Delayed publishes (publish_delayed), stored and confirmed at once, waiting until fired.
+  struct delayed_message {
+    std::string subject;
+    std::string schedule_prefix;
+    std::chrono::system_clock::time_point at;
+    std::string property_octets;
+    std::string body;
+    bool fired = false;   // stored on `subject`, as the server does at `at`
+    bool purged = false;  // purge_subject of its prefix's ".>" dropped it first
+  };
+  const std::vector<delayed_message>& delayed() const { return delayed_; }
+  void fire_delayed(std::size_t index);
   const std::vector<settlement>& settlements() const { return settlements_; }
   std::vector<settlement> settlements_of(settlement::kind k) const;
   const std::vector<pull_request>& requests() const { return requests_; }
@@ -122,6 +134,9 @@ class fake_bus final : public bus::client {
   void publish(std::string subject, std::string amqp_props_b64, std::string body, std::string routed_as,
                boost::asio::any_io_executor ex,
                std::function<void(bus::bus_status)> done) override;
+  void publish_delayed(std::string subject, std::string schedule_prefix, std::chrono::system_clock::time_point at,
+                       std::string amqp_props_b64, std::string body, boost::asio::any_io_executor ex,
+                       std::function<void(bus::bus_status)> done) override;
   std::size_t publish_backlog() const override { return publishes_waiting(); }
   std::shared_ptr<bus::puller> make_puller(const std::string& queue, boost::asio::any_io_executor ex,
                                            bus::puller_callbacks callbacks, bus::queue_sharing sharing) override;
@@ -192,6 +207,7 @@ class fake_bus final : public bus::client {
   std::map<std::string, std::pair<std::string, std::uint64_t>> replies_;  // reply → consumer, seq
   std::uint64_t reply_serial_ = 0;
   std::vector<pending_publish> publishes_;
+  std::vector<delayed_message> delayed_;
   bool manual_publishes_ = false;
   std::vector<settlement> settlements_;
   std::vector<pull_request> requests_;

@@ -120,12 +120,17 @@ void harness::method(wire::method m, std::uint16_t id) {
 
 void harness::publish(const std::string& exchange, const std::string& key, const std::string& body, bool mandatory,
                       std::uint16_t id) {
+  publish_with({}, exchange, key, body, mandatory, id);
+}
+
+void harness::publish_with(const wire::basic_properties& properties, const std::string& exchange,
+                           const std::string& key, const std::string& body, bool mandatory, std::uint16_t id) {
   REQUIRE(channels_.contains(id));
   wire::basic_publish m;
   m.exchange = exchange;
   m.routing_key = key;
   m.mandatory = mandatory;
-  channels_.at(id)->on_publish(std::move(m), wire::encode_properties({}), body);
+  channels_.at(id)->on_publish(std::move(m), wire::encode_properties(properties), body);
 }
 
 void harness::close(std::uint16_t id) {

@@ -102,6 +102,9 @@ class harness {
   void method(wire::method m, std::uint16_t id = 1);
   void publish(const std::string& exchange, const std::string& key, const std::string& body, bool mandatory = false,
                std::uint16_t id = 1);
+  // A publish with these properties.
+  void publish_with(const wire::basic_properties& properties, const std::string& exchange, const std::string& key,
+                    const std::string& body, bool mandatory = false, std::uint16_t id = 1);
   // The session's close of a channel (client channel.close, or after an exception).
   void close(std::uint16_t id = 1);
   // False once the broker raised a channel exception on it (or the test closed it).

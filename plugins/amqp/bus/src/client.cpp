@@ -1,6 +1,8 @@
 // client::open (the mount steps in order), the core's sweep, and close.
 #include <boost/asio/post.hpp>
 #include <algorithm>
+#include <cstdio>
+#include <ctime>
 #include <thread>
 
 #include "client_impl.hpp"
@@ -85,6 +87,35 @@ void client_impl::publish(std::string subject, std::string amqp_props_b64, std::
   }
   publisher_->publish(next_id_++, std::move(subject), std::move(amqp_props_b64), std::move(body), std::move(routed_as),
                       std::move(ex), std::move(done));
+}
+
+namespace {
+
+// RFC 3339 in UTC with milliseconds, as a schedule's "@at" reads it.
+std::string rfc3339(std::chrono::system_clock::time_point at) {
+  const auto ms = std::chrono::time_point_cast<std::chrono::milliseconds>(at);
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(ms);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[64];
+  const auto millis = static_cast<int>((ms.time_since_epoch() % std::chrono::seconds{1}).count());
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, millis);
+  return text;
+}
+
+}  // namespace
+
+void client_impl::publish_delayed(std::string subject, std::string schedule_prefix,
+                                  std::chrono::system_clock::time_point at, std::string amqp_props_b64,
+                                  std::string body, boost::asio::any_io_executor ex,
+                                  std::function<void(bus_status)> done) {
+  if (closed_ || !publisher_) {
+    boost::asio::post(ex, [done = std::move(done)] { done(failure("publish", "bus client is closed")); });
+    return;
+  }
+  publisher_->publish_scheduled(next_id_++, std::move(subject), {std::move(schedule_prefix), rfc3339(at)},
+                                std::move(amqp_props_b64), std::move(body), std::move(ex), std::move(done));
 }
 
 std::size_t client_impl::publish_backlog() const { return publisher_ ? publisher_->backlog() : 0; }

@@ -36,6 +36,9 @@ namespace amqp::bus::detail {
 inline constexpr std::int64_t ns_per_second = 1'000'000'000;  // JetStream's durations
 // The one priority group of a single_active queue's consumer.
 inline constexpr const char* pinned_group = "amqp";
+// The durable that holds every delayed publish's schedule (ensure_delayed_holder); '~' is no
+// character of a queue's consumer name.
+inline constexpr const char* delayed_holder = "~delayed";
 
 using json = nlohmann::json;
 
@@ -165,12 +168,14 @@ class client_impl final : public client {
   bus_status dial();
   bus_status ensure_stream();
   bus_status ensure_bucket();
+  // The consumer that keeps delayed publishes' schedules in the interest stream until they fire.
+  bus_status ensure_delayed_holder(const std::string& step);
   // An existing stream (AMQP, or the bucket's KV_amqp) is changed to what `wanted` sets of its
   // config where JetStream allows it; otherwise the step fails naming both values (`why` says
   // which setting asked for each).
   struct stream_setting {
-    const char* field;   // in the stream's config: "num_replicas", "max_consumers"
-    std::int64_t value;
+    const char* field;   // in the stream's config: "num_replicas", "max_consumers", "allow_msg_schedules"
+    json value;
     std::string why;     // "CLOUD_AMQP_REPLICAS, or its default"
   };
   bus_status converge_stream(const std::string& step, const std::string& stream, const json& info,
@@ -224,6 +229,9 @@ class client_impl final : public client {
 
   void publish(std::string subject, std::string amqp_props_b64, std::string body, std::string routed_as,
                boost::asio::any_io_executor ex, std::function<void(bus_status)> done) override;
+  void publish_delayed(std::string subject, std::string schedule_prefix, std::chrono::system_clock::time_point at,
+                       std::string amqp_props_b64, std::string body, boost::asio::any_io_executor ex,
+                       std::function<void(bus_status)> done) override;
   std::size_t publish_backlog() const override;
   std::uint64_t requests_made() const override { return requests_; }
 

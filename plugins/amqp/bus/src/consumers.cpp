@@ -135,7 +135,8 @@ bus_result<std::vector<std::string>> client_impl::queues_with_other_ack_wait() {
   auto listed = for_each_consumer("list the queues' consumers", [&](const json& info) {
     const json config = info.value("config", json::object());
     const auto name = config.value("durable_name", std::string{});
-    if (!name.empty() && config.value("inactive_threshold", std::int64_t{0}) == 0 &&
+    // The adaptor's own ('~…': count probes, the delayed holder) are no queues.
+    if (!name.empty() && !name.starts_with('~') && config.value("inactive_threshold", std::int64_t{0}) == 0 &&
         config.value("ack_wait", std::int64_t{0}) != wanted)
       out.push_back(name);
     return bus_ok();

@@ -53,8 +53,18 @@ publisher::publisher(settings s, route buffered, route at_once, parts p, boost::
 
 void publisher::publish(std::uint64_t id, std::string subject, std::string amqp_props_b64, std::string body,
                         std::string routed_as, boost::asio::any_io_executor ex, std::function<void(bus_status)> done) {
-  pending p{std::move(subject), std::move(amqp_props_b64), std::move(body), std::move(routed_as), std::move(ex),
-            std::move(done), {}, {}, {}, {}};
+  enqueue(id, pending{std::move(subject), std::move(amqp_props_b64), std::move(body), std::move(routed_as), {},
+                      std::move(ex), std::move(done), {}, {}, {}, {}});
+}
+
+void publisher::publish_scheduled(std::uint64_t id, std::string subject, schedule when, std::string amqp_props_b64,
+                                  std::string body, boost::asio::any_io_executor ex,
+                                  std::function<void(bus_status)> done) {
+  enqueue(id, pending{std::move(subject), std::move(amqp_props_b64), std::move(body), {}, std::move(when),
+                      std::move(ex), std::move(done), {}, {}, {}, {}});
+}
+
+void publisher::enqueue(std::uint64_t id, pending p) {
   std::unique_lock lock{mutex_};
   if (closed_) {
     lock.unlock();
@@ -114,14 +124,20 @@ bus_status publisher::send_locked(std::uint64_t id, pending& p) {
   std::memcpy(reply, via.inbox.data(), via.inbox.size());
   std::memcpy(reply + via.inbox.size(), ".a.", 3);
   *std::to_chars(reply + via.inbox.size() + 3, reply + sizeof reply - 1, id).ptr = '\0';
+  // The reply subject names this client and publish uniquely: the stream's id for a retry, and
+  // a schedule's own subject (a second schedule on one subject would replace the first).
+  const char* unique = reply + via.inbox.rfind('.') + 1;
+  const bool scheduled = !p.when.prefix.empty();
+  const std::string schedule_subject = scheduled ? p.when.prefix + "." + unique : std::string{};
   natsMsg* raw = nullptr;
-  natsStatus s = natsMsg_Create(&raw, p.subject.c_str(), reply, p.body.data(), static_cast<int>(p.body.size()));
+  natsStatus s = natsMsg_Create(&raw, scheduled ? schedule_subject.c_str() : p.subject.c_str(), reply, p.body.data(),
+                                static_cast<int>(p.body.size()));
   msg_ptr msg{raw};
   if (s == NATS_OK && !p.props_b64.empty()) s = natsMsgHeader_Set(msg.get(), props_header, p.props_b64.c_str());
   if (s == NATS_OK && !p.routed_as.empty()) s = natsMsgHeader_Set(msg.get(), routed_as_header, p.routed_as.c_str());
-  // The reply subject names this client and publish uniquely: the stream's id for a retry.
-  if (s == NATS_OK && settings_.retry)
-    s = natsMsgHeader_Set(msg.get(), "Nats-Msg-Id", reply + via.inbox.rfind('.') + 1);
+  if (s == NATS_OK && scheduled) s = natsMsgHeader_Set(msg.get(), "Nats-Schedule", ("@at " + p.when.at).c_str());
+  if (s == NATS_OK && scheduled) s = natsMsgHeader_Set(msg.get(), "Nats-Schedule-Target", p.subject.c_str());
+  if (s == NATS_OK && settings_.retry) s = natsMsgHeader_Set(msg.get(), "Nats-Msg-Id", unique);
   if (s == NATS_OK) s = parts_.send(via.conn, msg.get());
   p.sent_at = parts_.now();
   if (p.first_sent_at == clock::time_point{}) p.first_sent_at = p.sent_at;

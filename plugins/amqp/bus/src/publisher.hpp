@@ -70,6 +70,14 @@ class publisher : public std::enable_shared_from_this<publisher> {
 
   void publish(std::uint64_t id, std::string subject, std::string amqp_props_b64, std::string body,
                std::string routed_as, boost::asio::any_io_executor ex, std::function<void(bus_status)> done);
+  // A message schedule (client::publish_delayed): stored under `prefix` + "." + the publish's own
+  // id, delivered to `subject` at `at` (RFC 3339, UTC).
+  struct schedule {
+    std::string prefix;
+    std::string at;
+  };
+  void publish_scheduled(std::uint64_t id, std::string subject, schedule when, std::string amqp_props_b64,
+                         std::string body, boost::asio::any_io_executor ex, std::function<void(bus_status)> done);
   // nats thread: the answer to publish `id` on its reply subject.
   void answered(std::uint64_t id, natsMsg* msg);
   // A NAK was answered: publishes it held back may go.
@@ -89,6 +97,7 @@ class publisher : public std::enable_shared_from_this<publisher> {
     std::string props_b64;
     std::string body;
     std::string routed_as;
+    schedule when;  // prefix empty: stored on `subject` now
     boost::asio::any_io_executor ex;
     std::function<void(bus_status)> done;
     clock::time_point first_sent_at{};
@@ -101,6 +110,7 @@ class publisher : public std::enable_shared_from_this<publisher> {
   void complete(std::uint64_t id, bus_status status);
   void retry_later(std::uint64_t id, const std::string& why);
   bool may_send_locked() const;
+  void enqueue(std::uint64_t id, pending p);
   void choose_connection_locked();
   void send_waiting_locked();
   bus_status send_locked(std::uint64_t id, pending& p);

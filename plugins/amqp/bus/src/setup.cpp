@@ -47,7 +47,9 @@ client_impl::stream_setting client_impl::replicas_setting() const {
 }
 
 std::vector<client_impl::stream_setting> client_impl::stream_settings() const {
-  return {replicas_setting(), {"max_consumers", stream_max_consumers(), stream_max_consumers_why()}};
+  return {replicas_setting(),
+          {"max_consumers", stream_max_consumers(), stream_max_consumers_why()},
+          {"allow_msg_schedules", true, "delayed messages (x-delayed-message exchanges)"}};
 }
 
 std::optional<std::string> client_impl::update_stream(const std::string& step, const std::string& stream,
@@ -55,7 +57,7 @@ std::optional<std::string> client_impl::update_stream(const std::string& step, c
   json config = info.value("config", json::object());
   bool differs = false;
   for (const auto& w : wanted) {
-    differs = differs || config.value(w.field, std::int64_t{0}) != w.value;
+    differs = differs || config.value(w.field, json{}) != w.value;
     config[w.field] = w.value;
   }
   if (!differs) return std::nullopt;
@@ -71,10 +73,10 @@ bus_status client_impl::converge_stream(const std::string& step, const std::stri
   const json found = info.value("config", json::object());
   std::string text;
   for (const auto& w : wanted) {
-    const auto was = found.value(w.field, std::int64_t{0});
+    const auto was = found.value(w.field, json{});
     if (was == w.value) continue;
-    text += (text.empty() ? "" : "; ") + std::string{"its "} + w.field + " is " + std::to_string(was) + " and " +
-            std::to_string(w.value) + " is wanted (" + w.why + ")";
+    text += (text.empty() ? "" : "; ") + std::string{"its "} + w.field + " is " + (was.is_null() ? "unset" : was.dump()) +
+            " and " + w.value.dump() + " is wanted (" + w.why + ")";
   }
   return failure(step, "stream " + stream + ": " + text + ", but the bus refused the change (" + *refused +
                            "); set the variable to what the stream has, or give the bus what the change needs "
@@ -111,10 +113,11 @@ bus_status client_impl::ensure_stream() {
   if (info) {
     const std::string differs = stream_mismatch(info->value("config", json::object()));
     stream_created_ = info->value("created", std::string{});
-    if (differs.empty()) return converge_stream(step, stream_name, *info, stream_settings());
-    return failure(step, "a stream named " + std::string{stream_name} + " already exists and " +
-                             differs + "; it is left untouched: delete or fix it, or point "
-                             "CLOUD_PUBSUB_URL at another bus");
+    if (!differs.empty())
+      return failure(step, "a stream named " + std::string{stream_name} + " already exists and " + differs +
+                               "; it is left untouched: delete or fix it, or point CLOUD_PUBSUB_URL at another bus");
+    if (auto converged = converge_stream(step, stream_name, *info, stream_settings()); !converged) return converged;
+    return ensure_delayed_holder(step);
   }
   if (info.error().kind != bus_errc::not_found) return info.error();
 
@@ -126,10 +129,25 @@ bus_status client_impl::ensure_stream() {
                  {"num_replicas", replicas_},
                  {"max_consumers", stream_max_consumers()},
                  {"max_bytes", options_.max_bytes},
-                 {"max_age", options_.max_age_seconds * ns_per_second}};
+                 {"max_age", options_.max_age_seconds * ns_per_second},
+                 {"allow_msg_schedules", true}};
   auto created = api(step, std::string{"STREAM.CREATE."} + stream_name, config);
   if (!created) return created.error();
   stream_created_ = created->value("created", std::string{});
+  return ensure_delayed_holder(step);
+}
+
+// Interest retention keeps only what some consumer's filter matches: this consumer's matches every
+// schedule and it never pulls, so a schedule stays until the server fires it and purges it.
+bus_status client_impl::ensure_delayed_holder(const std::string& step) {
+  auto created = api(step, std::string{"CONSUMER.DURABLE.CREATE."} + stream_name + "." + delayed_holder,
+                     json{{"stream_name", stream_name},
+                          {"config",
+                           {{"durable_name", delayed_holder},
+                            {"deliver_policy", "all"},
+                            {"ack_policy", "explicit"},
+                            {"filter_subject", std::string{delayed_subject_root} + ".>"}}}});
+  if (!created) return created.error();
   return bus_ok();
 }
 

@@ -55,6 +55,18 @@ TEST_CASE("a pre-existing AMQP stream with other retention or subjects is refuse
   }
 }
 
+TEST_CASE("open allows message schedules on stream AMQP, also on one made before without them") {
+  nats_server server;
+  server.api("STREAM.CREATE.AMQP", {{"name", "AMQP"}, {"subjects", {"amqp.>"}}, {"retention", "interest"}});
+  auto c = client::open(options_for(server.url()));
+  REQUIRE_MESSAGE(c.ok(), c.error().text);
+  const auto config = server.api("STREAM.INFO.AMQP")["config"];
+  CHECK(config["allow_msg_schedules"] == true);
+  CHECK(config["allow_rollup_hdrs"] == true);  // what schedules need, the server sets with them
+  const auto holder = server.api("CONSUMER.INFO.AMQP.~delayed");
+  CHECK(holder["config"]["filter_subject"] == "amqp.~delayed.>");
+}
+
 TEST_CASE("a stream KV_amqp that is not a key-value bucket fails the bucket step") {
   nats_server server;
   server.api("STREAM.CREATE.KV_amqp", {{"name", "KV_amqp"}, {"subjects", {"other.>"}}});
@@ -108,11 +120,11 @@ TEST_CASE("a comma-separated URL list dials the first live server") {
   REQUIRE_MESSAGE(c.ok(), c.error().text);
 }
 
-TEST_CASE("open leaves no consumer behind; a queue's filters may overlap without one containing the other") {
+TEST_CASE("open leaves only the delayed holder behind; a queue's filters may overlap without one containing the other") {
   nats_server server;
   auto c = client::open(options_for(server.url()));
   REQUIRE_MESSAGE(c.ok(), c.error().text);
-  CHECK(server.api("CONSUMER.LIST.AMQP", nlohmann::json::object())["total"] == 0);
+  CHECK(server.api("CONSUMER.NAMES.AMQP", nlohmann::json::object())["consumers"] == nlohmann::json::array({"~delayed"}));
   // Two topic bindings, `a.*` and `*.b`: both match `a.b`.
   auto made = (*c)->ensure_queue_consumer("both", {"amqp.x.*.b", "amqp.x.a.*"});
   CHECK_MESSAGE(made.ok(), made.error().text);

@@ -142,6 +142,36 @@ TEST_CASE("publish → pull → ack round trip keeps body and properties; the ac
   col.p->stop();
 }
 
+TEST_CASE("a delayed publish is stored as a schedule now and on its subject when due, the schedule then gone") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("later", {"amqp.dx.k"}).ok());
+  const std::string props{"\x90\x00\x0atext/plain\x02", 14};
+  std::optional<bus_status> stored;
+  const auto due = std::chrono::system_clock::now() + 1200ms;
+  h.bus->publish_delayed("amqp.dx.k", std::string{delayed_subject_root} + ".dx", due, base64_encode(props), "hello",
+                         h.io.get_executor(), [&](bus_status s) { stored = std::move(s); });
+  REQUIRE(h.run_until([&] { return stored.has_value(); }));
+  REQUIRE_MESSAGE(stored->ok(), stored->error().text);
+  // Kept by the delayed holder, not yet the queue's.
+  CHECK(h.stream_messages() == 1);
+  auto waiting = h.bus->queue_info("later");
+  REQUIRE(waiting.ok());
+  CHECK(waiting->ready() == 0);
+
+  collector col(h, "later");
+  col.p->request(1, 10s);
+  REQUIRE(h.run_until([&] { return !col.deliveries.empty(); }, 10s));
+  CHECK(std::chrono::system_clock::now() >= due);
+  const delivery d = col.deliveries.front();
+  CHECK(d.subject == "amqp.dx.k");
+  CHECK(d.body == "hello");
+  CHECK(d.amqp_props == props);
+  h.bus->ack(d.reply);
+  // The fired schedule is purged, the delivered copy acked: the stream keeps nothing.
+  CHECK(h.run_until([&] { return h.stream_messages() == 0; }));
+  col.p->stop();
+}
+
 TEST_CASE("a request is bounded in bytes: a filled one is silent, one that meets its bound says what it left") {
   harness h;
   REQUIRE(h.bus->ensure_queue_consumer("big", {"amqp._.big"}).ok());

@@ -87,11 +87,11 @@ json queue_json(const std::string& vhost, const std::string& node, const routing
 json exchange_json(const std::string& vhost, const std::string& name, const routing::exchange_def& d) {
   return {{"name", name},
           {"vhost", vhost},
-          {"type", std::string(routing::to_string(d.kind))},
+          {"type", std::string(routing::type_name(d))},
           {"durable", d.durable},
           {"auto_delete", d.auto_delete},
           {"internal", d.internal},
-          {"arguments", json::object()},
+          {"arguments", exchange_arguments(d)},
           {"user_who_performed_action", "rmq-internal"}};
 }
 

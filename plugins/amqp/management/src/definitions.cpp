@@ -135,6 +135,12 @@ bool read_policies(const json& file, const std::optional<std::string>& vhost, de
 
 }  // namespace
 
+json exchange_arguments(const routing::exchange_def& d) {
+  json a = json::object();
+  if (d.delayed) a["x-delayed-type"] = std::string(routing::to_string(d.kind));
+  return a;
+}
+
 json queue_arguments(const routing::queue_def& d) {
   json a = json::object();
   if (d.message_ttl) a["x-message-ttl"] = *d.message_ttl;
@@ -162,8 +168,8 @@ json export_definitions(const std::vector<std::pair<std::string, routing::topolo
     names.push_back({{"name", vhost}});
     for (const auto& [name, d] : t.exchanges()) {
       if (routing::is_standard_exchange(name)) continue;
-      exchanges.push_back(in({{"name", name}, {"type", std::string(routing::to_string(d.kind))}, {"durable", d.durable},
-                              {"auto_delete", d.auto_delete}, {"internal", d.internal}, {"arguments", json::object()}},
+      exchanges.push_back(in({{"name", name}, {"type", std::string(routing::type_name(d))}, {"durable", d.durable},
+                              {"auto_delete", d.auto_delete}, {"internal", d.internal}, {"arguments", exchange_arguments(d)}},
                              vhost));
     }
     for (const auto& [name, policy] : t.policies()) {

@@ -15,6 +15,8 @@ namespace amqp::management {
 
 // A queue's arguments as RabbitMQ lists them (x-message-ttl, x-dead-letter-exchange, ...).
 nlohmann::json queue_arguments(const routing::queue_def& d);
+// An exchange's arguments as RabbitMQ lists them: x-delayed-type for a delayed-message exchange.
+nlohmann::json exchange_arguments(const routing::exchange_def& d);
 
 // Every vhost's (name, mirror) as one definitions file; with `one_vhost` the per-vhost shape
 // (no "vhost" fields, no vhosts list). The standard exchanges, exclusive queues and the default

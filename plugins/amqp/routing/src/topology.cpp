@@ -222,6 +222,10 @@ const std::string* topology::policy_of(std::string_view queue) const {
   return it == policy_of_.end() ? nullptr : &it->second;
 }
 
+std::string_view type_name(const exchange_def& def) {
+  return def.delayed ? delayed_exchange_type : to_string(def.kind);
+}
+
 std::string_view to_string(overflow_mode mode) {
   switch (mode) {
     case overflow_mode::drop_head: return "drop-head";

@@ -120,6 +120,7 @@ std::string encode_exchange(const exchange_def& def) {
   json value{{"kind", to_string(def.kind)}, {"durable", def.durable}};
   if (def.auto_delete) value["auto_delete"] = true;
   if (def.internal) value["internal"] = true;
+  if (def.delayed) value["delayed"] = true;
   return dump(value);
 }
 
@@ -171,10 +172,11 @@ wire::result<exchange_def> parse_exchange(std::string_view text) {
   auto durable = flag(*value, "durable");
   auto auto_delete = flag(*value, "auto_delete");
   auto internal = flag(*value, "internal");
-  if (!durable || !auto_delete || !internal) {
-    return malformed("exchange", "durable, auto_delete or internal is not a boolean");
+  auto delayed = flag(*value, "delayed");
+  if (!durable || !auto_delete || !internal || !delayed) {
+    return malformed("exchange", "durable, auto_delete, internal or delayed is not a boolean");
   }
-  return exchange_def{*parsed_kind, *durable, *auto_delete, *internal};
+  return exchange_def{*parsed_kind, *durable, *auto_delete, *internal, *delayed};
 }
 
 wire::result<queue_def> parse_queue(std::string_view text) {

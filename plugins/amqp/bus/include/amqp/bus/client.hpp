@@ -31,6 +31,9 @@ inline constexpr const char* props_header = "Amqp-Props";
 // The subject a publish named, on a copy stored under a queue's own subject instead (a copy for a
 // queue only a CC or BCC key reaches): deliveries show that subject's exchange and routing key.
 inline constexpr const char* routed_as_header = "Amqp-Routed-As";
+// Where delayed publishes wait (client::publish_delayed): '~' is no word of a name, so no
+// binding's filter matches them.
+inline constexpr const char* delayed_subject_root = "amqp.~delayed";
 
 // Who a client is on the bus (client::sign_in). An empty user with a password is a token (a JWT
 // too, for an auth callout); user and password are the server's users.
@@ -327,6 +330,14 @@ class client : public std::enable_shared_from_this<client> {
   // empty, rides in routed_as_header (delivery::routed_as).
   virtual void publish(std::string subject, std::string amqp_props_b64, std::string body, std::string routed_as,
                        boost::asio::any_io_executor ex, std::function<void(bus_status)> done) = 0;
+  // A publish the stream stores now and delivers to `subject` at `at`, as nats-server's message
+  // schedules do: it waits under `schedule_prefix` (below delayed_subject_root) plus a word of its
+  // own; at `at` the server stores a copy on `subject`, where the queues bound then find it, and
+  // drops the schedule. `done` as publish's: ok = the schedule is stored (and replicated).
+  virtual void publish_delayed(std::string subject, std::string schedule_prefix,
+                               std::chrono::system_clock::time_point at, std::string amqp_props_b64,
+                               std::string body, boost::asio::any_io_executor ex,
+                               std::function<void(bus_status)> done) = 0;
   virtual std::size_t publish_backlog() const = 0;  // in flight + waiting
   // The blocking JetStream API and bucket requests this client made so far (an operator's metric).
   virtual std::uint64_t requests_made() const = 0;

@@ -15,6 +15,8 @@ inline constexpr std::size_t max_routing_key_length = 255;  // a shortstr
 inline constexpr std::string_view subject_root = "amqp";
 
 enum class exchange_kind { direct, fanout, topic };
+// The delayed-message plugin's exchange type; its argument x-delayed-type names the kind.
+inline constexpr std::string_view delayed_exchange_type = "x-delayed-message";
 
 std::string_view to_string(exchange_kind kind);  // "direct" | "fanout" | "topic"
 // "direct" | "fanout" | "topic" → the kind. RabbitMQ's behaviour, not the reference's:

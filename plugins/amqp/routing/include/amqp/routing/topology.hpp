@@ -21,8 +21,13 @@ struct exchange_def {
   bool durable = false;
   bool auto_delete = false;
   bool internal = false;
+  // Type x-delayed-message (RabbitMQ's delayed-message plugin): routes as `kind` (its
+  // x-delayed-type), a message with an x-delay header once that many milliseconds have passed.
+  bool delayed = false;
   friend bool operator==(const exchange_def&, const exchange_def&) = default;
 };
+// The type a client declared: x-delayed-message, or the kind's own name.
+std::string_view type_name(const exchange_def& def);
 
 // AMQP routes a message when it is published, so a binding applies to what the stream stored
 // after it was made: `after` is the stream's last sequence then (0: since the queue began, or
