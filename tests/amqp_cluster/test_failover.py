@@ -81,6 +81,21 @@ class Failover(unittest.TestCase):
                 ch.basic_ack(method.delivery_tag)
         self.assertEqual(len(bodies), len(confirmed), "a message was stored twice")
 
+    def test_delayed_messages_waiting_when_the_stream_leader_dies_are_delivered_by_the_new_one(self):
+        # The delayed-message plugin keeps them on one node; here each is a replicated schedule.
+        exchange = f"delayed-{uuid.uuid4().hex[:8]}"
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            ch = conn.channel()
+            ch.confirm_delivery()
+            ch.exchange_declare(exchange, "x-delayed-message", durable=True, arguments={"x-delayed-type": "fanout"})
+            ch.queue_bind(self.queue, exchange)
+            for i in range(100):
+                ch.basic_publish(exchange, "", str(i), pika.BasicProperties(headers={"x-delay": 3000}))
+        self.kill_stream_leader()
+        received = set()
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            self.consume_all(conn.channel(), {str(i) for i in range(100)}, received)
+
     def test_the_stream_leader_killed_mid_consume_loses_nothing_and_the_consumer_goes_on(self):
         acked, nacked, errors = publish_with_confirms(self.cloud, self.queue, 2000)
         self.assertEqual((errors, nacked), ([], set()))
