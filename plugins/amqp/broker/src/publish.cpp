@@ -337,16 +337,21 @@ struct publish_request {
   std::string body;
 };
 
-// Handed to the bus; the confirm (or the channel's failure) follows its pub ack.
+// What the bus's answer to a publish handed to it does: the confirm (or the channel's failure).
+std::function<void(bus::bus_status)> on_answer(basic_state& s, std::uint64_t seq, std::size_t cost,
+                                               const std::string& subject) {
+  return [st = &s, weak = s.ctx.weak_from_this(), seq, cost, subject](bus::bus_status stored) {
+    auto alive = weak.lock();
+    if (!alive) return;  // the channel and its state are gone: nobody to tell
+    publish_done(*st, seq, cost, stored, subject);
+  };
+}
+
 void store_on_bus(basic_state& s, publish_request p, const std::string& subject, std::uint64_t seq) {
   auto& chan = s.ctx;
   const std::size_t cost = count_in_flight(s, p.property_octets, p.body);
   chan.bus().publish(subject, bus::base64_encode(p.property_octets), std::move(p.body), {}, chan.executor(),
-                     [st = &s, weak = chan.weak_from_this(), seq, cost, subject](bus::bus_status stored) {
-                       auto alive = weak.lock();
-                       if (!alive) return;  // the channel and its state are gone: nobody to tell
-                       publish_done(*st, seq, cost, stored, subject);
-                     });
+                     on_answer(s, seq, cost, subject));
 }
 
 // A delayed-message exchange's publish (delayed_delivery.hpp): the stream stores it now, as a
@@ -361,12 +366,7 @@ void store_delayed(basic_state& s, publish_request p, const std::string& subject
   const std::size_t cost = count_in_flight(s, delayed.property_octets, p.body);
   const auto at = std::chrono::system_clock::now() + delayed.delay;
   chan.bus().publish_delayed(subject, delayed_subject_prefix(m.exchange), at, bus::base64_encode(delayed.property_octets),
-                             std::move(p.body), chan.executor(),
-                             [st = &s, weak = chan.weak_from_this(), seq, cost, subject](bus::bus_status stored) {
-                               auto alive = weak.lock();
-                               if (!alive) return;
-                               publish_done(*st, seq, cost, stored, subject);
-                             });
+                             std::move(p.body), chan.executor(), on_answer(s, seq, cost, subject));
 }
 
 // Sender-selected distribution (sender_selected.hpp): the publish is stored under its own subject
