@@ -121,7 +121,7 @@ class HeldDeliveries(unittest.TestCase):
         # queues than the startup window has room for).
         with cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": self.bus.url, "CLOUD_AMQP_ACK_WAIT": "45"}) as other:
             self.assertTrue(cloudtest.wait_until(lambda: ack_wait_of(self.queue) == 45, 15), ack_wait_of(self.queue))
-            self.assertNotIn("keeps its previous ack wait", other.log)
+            self.assertNotIn("keeps its previous consumer settings", other.log)
         with cloudtest.Cloud(env=self.env):
             self.assertTrue(cloudtest.wait_until(lambda: ack_wait_of(self.queue) == ACK_WAIT, 15))
 

@@ -221,9 +221,10 @@ void broker::open() {
   watch_ = std::move(*watch);
   sweep_leftovers();
   // Off the boot: after an upgrade there may be more queues to converge than the startup window
-  // has room for, and until then each keeps a working ack wait of its own.
+  // has room for, and until then each keeps a working ack wait of its own and serves its
+  // consumers in arrival order.
   boost::asio::post(bus_executor(), [weak] {
-    if (auto self = weak.lock()) self->converge_ack_waits();
+    if (auto self = weak.lock()) self->converge_queue_consumers();
   });
   boost::asio::post(mirror_strand_, [weak] {
     if (auto self = weak.lock()) self->narrow_windows_soon();
@@ -286,11 +287,13 @@ void broker::sweep_leftovers() {
 }
 
 // A queue that keeps another ack wait is still served right (held deliveries are reported in
-// progress often enough for any), so a failure here is only a warning.
-void broker::converge_ack_waits() {
-  auto queues = bus_->queues_with_other_ack_wait();
-  if (!queues) return warn("the queues' ack wait (CLOUD_AMQP_ACK_WAIT) is not applied to existing queues: " +
-                           queues.error().text);
+// progress often enough for any), and one made before consumer priorities still delivers (its
+// consumers served in the order they ask, whatever their x-priority), so a failure here is only a
+// warning.
+void broker::converge_queue_consumers() {
+  auto queues = bus_->queues_to_converge();
+  if (!queues) return warn("existing queues keep their consumer's settings (the ack wait CLOUD_AMQP_ACK_WAIT, "
+                           "consumer priorities): " + queues.error().text);
   // The bus names consumers; the mirror knows which queue each one is.
   const auto by_consumer = read_topology([](const routing::topology& t) {
     std::map<std::string, std::string, std::less<>> names;
@@ -302,8 +305,9 @@ void broker::converge_ack_waits() {
     if (known == by_consumer.end()) continue;  // deleted since, or not a queue's
     const auto& queue = known->second;
     if (auto failed = store::converge_consumer(*this, *bus_, queue))
-      warn("queue '" + queue + "' keeps its previous ack wait (CLOUD_AMQP_ACK_WAIT): " + failed->text +
-           "; it is applied at the queue's next binding change or this process's next start");
+      warn("queue '" + queue + "' keeps its previous consumer settings (the ack wait CLOUD_AMQP_ACK_WAIT, "
+           "consumer priorities): " + failed->text +
+           "; they are applied at the queue's next binding change or this process's next start");
   }
 }
 

@@ -220,9 +220,10 @@ class broker : public std::enable_shared_from_this<broker> {
                       std::vector<std::weak_ptr<channel_context>> channels);
   void sweep_leftovers();
   // Gives every queue consumer this process's ack wait (bus::client_options::ack_wait), so that
-  // CLOUD_AMQP_ACK_WAIT holds for queues declared before it was set too. Blocking: run once,
+  // CLOUD_AMQP_ACK_WAIT holds for queues declared before it was set too, and its priority group,
+  // so that consumer priorities hold on queues declared before they existed. Blocking: run once,
   // on the bus's worker pool, soon after open.
-  void converge_ack_waits();
+  void converge_queue_consumers();
   // Once a second, off the io threads, the windowed queues' routes are narrowed to what their
   // consumers have not passed (store::narrow_windows), so that delivery soon costs nothing again.
   void narrow_windows_soon();

@@ -42,13 +42,14 @@ bus::bus_error not_found(const std::string& what) { return {what + ": not found"
 class fake_puller final : public bus::puller, public std::enable_shared_from_this<fake_puller> {
  public:
   fake_puller(std::shared_ptr<fake_bus> bus, std::string queue, boost::asio::any_io_executor ex,
-              bus::puller_callbacks cb)
-      : bus_(std::move(bus)), queue_(std::move(queue)), ex_(std::move(ex)), callbacks_(std::move(cb)) {}
+              bus::puller_callbacks cb, int priority)
+      : bus_(std::move(bus)), queue_(std::move(queue)), ex_(std::move(ex)), callbacks_(std::move(cb)),
+        priority_(priority) {}
   ~fake_puller() override { bus_->forget_requests(*this); }
 
   void request(std::uint32_t batch, std::chrono::milliseconds expires) override {
     if (stopping_ || batch == 0) return;
-    bus_->requests_.push_back({queue_, batch, expires});
+    bus_->requests_.push_back({queue_, batch, expires, priority_});
     asked_ += batch;
     bus_->request(shared_from_this(), batch, expires);
   }
@@ -88,6 +89,7 @@ class fake_puller final : public bus::puller, public std::enable_shared_from_thi
   std::string queue_;
   boost::asio::any_io_executor ex_;
   bus::puller_callbacks callbacks_;
+  int priority_ = 0;
   std::uint32_t asked_ = 0;
   bool stopping_ = false;
 };
@@ -341,7 +343,7 @@ bus::bus_status fake_bus::delete_queue_consumer(const std::string& queue) {
   return bus::bus_ok();
 }
 
-bus::bus_result<std::vector<std::string>> fake_bus::queues_with_other_ack_wait() { return std::vector<std::string>{}; }
+bus::bus_result<std::vector<std::string>> fake_bus::queues_to_converge() { return std::vector<std::string>{}; }
 
 bus::bus_result<bus::queue_info> fake_bus::queue_info(const std::string& queue) {
   auto it = consumers_.find(queue);
@@ -426,8 +428,10 @@ void fake_bus::fire_delayed(std::size_t index) {
 }
 
 std::shared_ptr<bus::puller> fake_bus::make_puller(const std::string& queue, boost::asio::any_io_executor ex,
-                                                   bus::puller_callbacks callbacks, bus::queue_sharing) {
-  return std::make_shared<fake_puller>(std::static_pointer_cast<fake_bus>(shared_from_this()), queue, std::move(ex), std::move(callbacks));
+                                                   bus::puller_callbacks callbacks, bus::queue_sharing,
+                                                   int priority) {
+  return std::make_shared<fake_puller>(std::static_pointer_cast<fake_bus>(shared_from_this()), queue, std::move(ex),
+                                       std::move(callbacks), priority);
 }
 
 std::shared_ptr<bus::direct_subscription> fake_bus::subscribe_direct(const std::string&, boost::asio::any_io_executor,

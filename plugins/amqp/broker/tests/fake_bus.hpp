@@ -56,6 +56,7 @@ struct pull_request {
   std::string queue;
   std::uint32_t batch = 0;
   std::chrono::milliseconds expires{0};
+  int priority = 0;  // the puller's consumer priority
 };
 
 class fake_puller;
@@ -117,7 +118,7 @@ class fake_bus final : public bus::client {
   bus::bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters,
                                         bus::queue_sharing sharing) override;
   bus::bus_status delete_queue_consumer(const std::string& queue) override;
-  bus::bus_result<std::vector<std::string>> queues_with_other_ack_wait() override;
+  bus::bus_result<std::vector<std::string>> queues_to_converge() override;
   bus::bus_result<bus::queue_info> queue_info(const std::string& queue) override;
   bus::bus_result<bus::queue_info> peek_queue(const std::string& queue) override;
   bus::bus_result<std::map<std::string, bus::queue_info>> peek_all_queues() override;
@@ -139,7 +140,8 @@ class fake_bus final : public bus::client {
                        std::function<void(bus::bus_status)> done) override;
   std::size_t publish_backlog() const override { return publishes_waiting(); }
   std::shared_ptr<bus::puller> make_puller(const std::string& queue, boost::asio::any_io_executor ex,
-                                           bus::puller_callbacks callbacks, bus::queue_sharing sharing) override;
+                                           bus::puller_callbacks callbacks, bus::queue_sharing sharing,
+                                           int priority) override;
   void ack(const std::string& reply) override { settle(reply, settlement::kind::ack); }
   void nak(const std::string& reply) override { settle(reply, settlement::kind::nak); }
   void term(const std::string& reply) override { settle(reply, settlement::kind::term); }

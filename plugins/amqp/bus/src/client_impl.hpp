@@ -34,8 +34,12 @@
 namespace amqp::bus::detail {
 
 inline constexpr std::int64_t ns_per_second = 1'000'000'000;  // JetStream's durations
-// The one priority group of a single_active queue's consumer.
-inline constexpr const char* pinned_group = "amqp";
+// The one priority group of a queue's consumer: pinned (single_active) or prioritized. Every pull
+// request names it: the server refuses one without it on a consumer that has a group.
+inline constexpr const char* priority_group = "amqp";
+// The bus level of a waiting request of an all_consumers puller of RabbitMQ consumer priority
+// `priority` (the server serves level 0 first; RabbitMQ the highest priority first).
+constexpr int bus_level(int priority) { return highest_consumer_priority - priority; }
 // The durable that holds every delayed publish's schedule (ensure_delayed_holder); '~' is no
 // character of a queue's consumer name.
 inline constexpr const char* delayed_holder = "~delayed";
@@ -81,7 +85,7 @@ void read_content(natsMsg* msg, delivery& d);
 class puller_impl final : public puller, public std::enable_shared_from_this<puller_impl> {
  public:
   puller_impl(std::weak_ptr<client_impl> owner, std::string queue, boost::asio::any_io_executor ex,
-              puller_callbacks callbacks, queue_sharing sharing);
+              puller_callbacks callbacks, queue_sharing sharing, int priority);
   ~puller_impl() override;
   bus_status start();
   void request(std::uint32_t batch, std::chrono::milliseconds expires) override;
@@ -156,6 +160,7 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   boost::asio::steady_timer watchdog_;
   bool watchdog_armed_ = false;
   queue_sharing sharing_;
+  int priority_;                    // all_consumers: its requests' consumer priority
   std::shared_ptr<pin_lease> pin_;  // single_active only
 };
 
@@ -213,7 +218,7 @@ class client_impl final : public client {
   bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters,
                                    queue_sharing sharing) override;
   bus_status delete_queue_consumer(const std::string& queue) override;
-  bus_result<std::vector<std::string>> queues_with_other_ack_wait() override;
+  bus_result<std::vector<std::string>> queues_to_converge() override;
   bus_result<bus::queue_info> queue_info(const std::string& queue) override;
   bus_result<bus::queue_info> peek_queue(const std::string& queue) override;
   bus_result<std::map<std::string, bus::queue_info>> peek_all_queues() override;
@@ -236,7 +241,7 @@ class client_impl final : public client {
   std::uint64_t requests_made() const override { return requests_; }
 
   std::shared_ptr<puller> make_puller(const std::string& queue, boost::asio::any_io_executor ex,
-                                      puller_callbacks callbacks, queue_sharing sharing) override;
+                                      puller_callbacks callbacks, queue_sharing sharing, int priority) override;
   void ack(const std::string& reply) override;
   void nak(const std::string& reply) override;
   void term(const std::string& reply) override;
@@ -256,9 +261,10 @@ class client_impl final : public client {
   // once it has none (or requeue_wait passed).
   bool hold_pulls(const std::string& queue, const boost::asio::any_io_executor& ex, std::function<void()> resume);
   // Publishes a pull request for `queue` answered on `reply`. False when it cannot be sent.
-  // `pin` set: the request is in the queue's pinned group, carrying that pin ("" none yet).
+  // `pin` set: the request is in the queue's pinned group, carrying that pin ("" none yet);
+  // otherwise it waits with consumer priority `priority` (a no-wait one with the highest).
   bool publish_pull(const std::string& queue, const std::string& reply, std::uint32_t batch,
-                    std::chrono::milliseconds expires, const std::optional<std::string>& pin);
+                    std::chrono::milliseconds expires, const std::optional<std::string>& pin, int priority);
   // Blocking. A pull request of the queue's pinned group that no message fits: it renews `pin`
   // (false when the server says the pin is no longer that puller's), or, with "", only makes
   // the server look at the queue's requests again.

@@ -89,10 +89,14 @@ json client_impl::consumer_config(const std::string& queue, const std::vector<st
               {"max_waiting", max_waiting_pulls},
               {"replay_policy", "instant"},
               {"filter_subjects", filters}};
+  config["priority_groups"] = {priority_group};
   if (sharing == queue_sharing::single_active) {
     config["priority_policy"] = "pinned_client";
-    config["priority_groups"] = {pinned_group};
     config["priority_timeout"] = std::chrono::nanoseconds(pin_timeout).count();
+  } else {
+    // RabbitMQ's consumer priorities: the server keeps the waiting requests sorted by their
+    // level and serves the first, equal levels in turn (waitQueue.addPrioritized, popAndRequeue).
+    config["priority_policy"] = "prioritized";
   }
   return config;
 }
@@ -128,16 +132,19 @@ bus_status client_impl::delete_queue_consumer(const std::string& queue) {
 }
 
 // Queue consumers are the stream's durable ones with no inactive threshold; each client's count
-// probe has one.
-bus_result<std::vector<std::string>> client_impl::queues_with_other_ack_wait() {
+// probe has one. A consumer made before consumer priorities has no priority policy: it serves
+// the pull requests in arrival order, ignoring their level (processNextMsgRequest checks the
+// group only on a consumer that has a policy), until it is converged.
+bus_result<std::vector<std::string>> client_impl::queues_to_converge() {
   const auto wanted = std::chrono::nanoseconds(options_.ack_wait).count();
   std::vector<std::string> out;
   auto listed = for_each_consumer("list the queues' consumers", [&](const json& info) {
     const json config = info.value("config", json::object());
     const auto name = config.value("durable_name", std::string{});
+    const auto policy = config.value("priority_policy", std::string{"none"});
     // The adaptor's own ('~…': count probes, the delayed holder) are no queues.
     if (!name.empty() && !name.starts_with('~') && config.value("inactive_threshold", std::int64_t{0}) == 0 &&
-        config.value("ack_wait", std::int64_t{0}) != wanted)
+        (config.value("ack_wait", std::int64_t{0}) != wanted || policy == "none"))
       out.push_back(name);
     return bus_ok();
   });

@@ -107,7 +107,7 @@ bool client_impl::ask_nothing(const std::string& queue, const std::string& pin) 
   // max_bytes 1: no message fits, so the server ends the request once it meets one, serving none.
   // A renewal is answered at once (no_wait); a nudge must be listed to wake the server, which
   // no_wait is not while other requests wait.
-  json request{{"batch", 1}, {"max_bytes", 1}, {"group", pinned_group}};
+  json request{{"batch", 1}, {"max_bytes", 1}, {"group", priority_group}};
   if (pin.empty()) {
     request["expires"] = std::chrono::nanoseconds(pinned_no_wait_expires).count();
   } else {
@@ -134,7 +134,7 @@ bool client_impl::unpin(const std::string& queue, const std::string& pin) {
     return g.is_object() && g.value("pinned_client_id", std::string{}) == pin;
   });
   if (!ours) return false;
-  return api(step, std::string{"CONSUMER.UNPIN."} + stream_name + "." + queue, json{{"group", pinned_group}}).ok();
+  return api(step, std::string{"CONSUMER.UNPIN."} + stream_name + "." + queue, json{{"group", priority_group}}).ok();
 }
 
 bool client_impl::pause(const std::string& queue) {

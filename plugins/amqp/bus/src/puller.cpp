@@ -87,13 +87,14 @@ arrival read_arrival(natsMsg* msg) {
 // ---- puller_impl ----------------------------------------------------------------------------
 
 puller_impl::puller_impl(std::weak_ptr<client_impl> owner, std::string queue, boost::asio::any_io_executor ex,
-                         puller_callbacks callbacks, queue_sharing sharing)
+                         puller_callbacks callbacks, queue_sharing sharing, int priority)
     : owner_(std::move(owner)),
       queue_(std::move(queue)),
       ex_(ex),
       callbacks_(std::move(callbacks)),
       watchdog_(ex),
       sharing_(sharing),
+      priority_(priority),
       pin_(sharing == queue_sharing::single_active ? std::make_shared<pin_lease>(owner_, queue_, ex) : nullptr) {}
 
 // Its subscription is drained, not dropped: what the server already sent still reaches the
@@ -167,7 +168,7 @@ void puller_impl::send(const wanted& w) {
   if (!current_ && owner) (void)subscribe();  // a rotation that could not subscribe: try again
   std::optional<std::string> pin;
   if (pin_) pin = pin_->pin();
-  const bool sent = owner && current_ && owner->publish_pull(queue_, inbox_, w.batch, w.expires, pin);
+  const bool sent = owner && current_ && owner->publish_pull(queue_, inbox_, w.batch, w.expires, pin, priority_);
   if (!sent) {
     // Reported from the executor, not from inside request(): the caller is mid-decision.
     asked_ -= w.batch;
@@ -402,9 +403,10 @@ void puller_impl::finish_stop() {
 // ---- client_impl: pulls ---------------------------------------------------------------------
 
 std::shared_ptr<puller> client_impl::make_puller(const std::string& queue, boost::asio::any_io_executor ex,
-                                                 puller_callbacks callbacks, queue_sharing sharing) {
+                                                 puller_callbacks callbacks, queue_sharing sharing, int priority) {
   auto self = std::static_pointer_cast<client_impl>(shared_from_this());
-  auto p = std::make_shared<puller_impl>(self, queue, std::move(ex), std::move(callbacks), sharing);
+  priority = std::clamp(priority, lowest_consumer_priority, highest_consumer_priority);  // the broker refuses others
+  auto p = std::make_shared<puller_impl>(self, queue, std::move(ex), std::move(callbacks), sharing, priority);
   // Without a subscription every request ends `lost` (send), which the owner retries later.
   if (closed_ || !p->start().ok()) return p;
   std::lock_guard lock{mutex_};
@@ -418,12 +420,19 @@ void client_impl::forget_puller(const puller_impl* p) {
 }
 
 bool client_impl::publish_pull(const std::string& queue, const std::string& reply, std::uint32_t batch,
-                               std::chrono::milliseconds expires, const std::optional<std::string>& pin) {
+                               std::chrono::milliseconds expires, const std::optional<std::string>& pin,
+                               int priority) {
   if (closed_) return false;
-  json request = {{"batch", std::max<std::uint32_t>(1, batch)}};
+  // The group on every request: a consumer with a priority group refuses a request without it
+  // (400 "Priority Group missing"); one without a group, made before consumer priorities and
+  // not converged yet, ignores group and level.
+  json request = {{"batch", std::max<std::uint32_t>(1, batch)}, {"group", priority_group}};
   if (pin) {
-    request["group"] = pinned_group;
     if (!pin->empty()) request["id"] = *pin;
+  } else {
+    // A one-message pull wants the queue's head, which a consumer with room would have been
+    // given already; it waits at the first level, with the highest priority's requests.
+    request["priority"] = bus_level(expires.count() <= 0 ? highest_consumer_priority : priority);
   }
   if (expires.count() <= 0) {
     request["no_wait"] = true;  // basic.get: answer at once, 404 when empty

@@ -66,10 +66,11 @@ struct collector {
   std::deque<delivery>& deliveries = state->deliveries;
   std::deque<pull_event>& events = state->events;
   std::shared_ptr<puller> p;
-  collector(harness& h, const std::string& queue, queue_sharing sharing = queue_sharing::all_consumers)
-      : collector(*h.bus, h.io, queue, sharing) {}
+  collector(harness& h, const std::string& queue, queue_sharing sharing = queue_sharing::all_consumers,
+            int priority = lowest_consumer_priority)
+      : collector(*h.bus, h.io, queue, sharing, priority) {}
   collector(client& bus, boost::asio::io_context& io, const std::string& queue,
-            queue_sharing sharing = queue_sharing::all_consumers) {
+            queue_sharing sharing = queue_sharing::all_consumers, int priority = lowest_consumer_priority) {
     puller_callbacks cb;
     cb.on_delivery = [s = state](delivery d) {
       s->delivered_after_stop = s->delivered_after_stop || s->stopped;
@@ -77,10 +78,20 @@ struct collector {
     };
     cb.on_event = [s = state](pull_event e) { s->events.push_back(std::move(e)); };
     cb.on_stopped = [s = state] { s->stopped = true; };
-    p = bus.make_puller(queue, io.get_executor(), std::move(cb), sharing);
+    p = bus.make_puller(queue, io.get_executor(), std::move(cb), sharing, priority);
   }
   bool stopped() const { return state->stopped; }
+  std::vector<std::string> bodies() const {
+    std::vector<std::string> out;
+    for (const auto& d : deliveries) out.push_back(d.body);
+    return out;
+  }
 };
+
+// Until the server lists `n` waiting requests of `queue`: the order it got them in is then settled.
+bool waiting_requests(harness& h, const std::string& queue, std::uint64_t n) {
+  return h.run_until([&] { return h.server.api("CONSUMER.INFO.AMQP." + queue)["num_waiting"] == n; });
+}
 
 // What one basic.get-style pull found.
 struct got {
@@ -398,6 +409,111 @@ TEST_CASE("get: a message when one is ready, 404 when none, the requeued one fir
   CHECK(again.message->body == "one");
   CHECK(again.message->delivered == 2);
   h.bus->ack(again.message->reply);
+}
+
+TEST_CASE("consumer priorities: the higher one's request is served while it asks, the lower one's once it is filled") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("prio", {"amqp.d.prio"}).ok());
+  const auto config = h.server.api("CONSUMER.INFO.AMQP.prio")["config"];
+  CHECK(config["priority_policy"] == "prioritized");
+  CHECK(config["priority_groups"] == nlohmann::json{"amqp"});
+  // The lower one asks first: the server's order of arrival does not decide.
+  collector low(h, "prio", queue_sharing::all_consumers, 0);
+  low.p->request(10, 10s);
+  REQUIRE(waiting_requests(h, "prio", 1));
+  collector high(h, "prio", queue_sharing::all_consumers, 7);
+  high.p->request(3, 10s);
+  REQUIRE(waiting_requests(h, "prio", 2));
+  for (int i = 0; i < 5; ++i) REQUIRE(h.publish_one("amqp.d.prio", "", "m" + std::to_string(i)).ok());
+  REQUIRE(h.run_until([&] { return high.deliveries.size() + low.deliveries.size() == 5; }));
+  CHECK(high.bodies() == std::vector<std::string>{"m0", "m1", "m2"});
+  CHECK(low.bodies() == std::vector<std::string>{"m3", "m4"});
+  // The higher one asks again: it is served first again, the lower one's request still open.
+  high.p->request(1, 10s);
+  REQUIRE(waiting_requests(h, "prio", 2));
+  REQUIRE(h.publish_one("amqp.d.prio", "", "m5").ok());
+  REQUIRE(h.run_until([&] { return high.deliveries.size() == 4; }));
+  CHECK(high.deliveries.back().body == "m5");
+  CHECK(low.deliveries.size() == 2);
+  for (auto* c : {&high, &low}) {
+    for (const auto& d : c->deliveries) h.bus->ack(d.reply);
+    c->p->stop();
+    REQUIRE(h.run_until([&] { return c->stopped(); }));
+  }
+}
+
+TEST_CASE("consumer priorities: equal ones are served in turn") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("even", {"amqp.d.even"}).ok());
+  collector a(h, "even", queue_sharing::all_consumers, 4);
+  a.p->request(10, 10s);
+  REQUIRE(waiting_requests(h, "even", 1));
+  collector b(h, "even", queue_sharing::all_consumers, 4);
+  b.p->request(10, 10s);
+  REQUIRE(waiting_requests(h, "even", 2));
+  for (int i = 0; i < 6; ++i) REQUIRE(h.publish_one("amqp.d.even", "", "m" + std::to_string(i)).ok());
+  REQUIRE(h.run_until([&] { return a.deliveries.size() + b.deliveries.size() == 6; }));
+  CHECK(a.bodies() == std::vector<std::string>{"m0", "m2", "m4"});
+  CHECK(b.bodies() == std::vector<std::string>{"m1", "m3", "m5"});
+  for (auto* c : {&a, &b}) {
+    for (const auto& d : c->deliveries) h.bus->ack(d.reply);
+    c->p->stop();
+    REQUIRE(h.run_until([&] { return c->stopped(); }));
+  }
+}
+
+// A store from before consumer priorities: its queue consumers have no priority group.
+TEST_CASE("a queue consumer without a priority group still serves pulls and gets, and is converged in place") {
+  harness h;
+  const nlohmann::json old_config{{"durable_name", "old"},          {"deliver_policy", "new"},
+                                  {"ack_policy", "explicit"},       {"ack_wait", 30'000'000'000LL},
+                                  {"max_deliver", -1},              {"max_ack_pending", -1},
+                                  {"max_waiting", 4096},            {"replay_policy", "instant"},
+                                  {"filter_subjects", {"amqp.d.old"}}};
+  const auto made = h.server.api("CONSUMER.DURABLE.CREATE.AMQP.old", {{"stream_name", "AMQP"}, {"config", old_config}});
+  REQUIRE_MESSAGE(!made.contains("error"), made.dump());
+  CHECK_FALSE(made["config"].contains("priority_policy"));
+  REQUIRE(h.bus->ensure_queue_consumer("new", {"amqp.d.new"}).ok());
+  auto stale = h.bus->queues_to_converge();
+  REQUIRE(stale.ok());
+  CHECK(*stale == std::vector<std::string>{"old"});
+
+  // Unconverged, it ignores the requests' group and level: a consumer and a get are served.
+  collector col(h, "old", queue_sharing::all_consumers, 9);
+  col.p->request(1, 10s);
+  REQUIRE(h.publish_one("amqp.d.old", "", "pulled").ok());
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 1; }));
+  CHECK(col.deliveries.front().body == "pulled");
+  REQUIRE(h.publish_one("amqp.d.old", "", "got").ok());
+  REQUIRE(h.bus->count_publishes().ok());
+  auto got = get_one(h, "old");
+  REQUIRE(got.message.has_value());
+  CHECK(got.message->body == "got");
+
+  // Converged in place (same consumer, what it holds kept): prioritized from then on.
+  REQUIRE(h.bus->ensure_queue_consumer("old", {"amqp.d.old"}).ok());
+  const auto info = h.server.api("CONSUMER.INFO.AMQP.old");
+  CHECK(info["config"]["priority_policy"] == "prioritized");
+  CHECK(info["created"] == made["created"]);
+  CHECK(info["num_ack_pending"] == 2);
+  stale = h.bus->queues_to_converge();
+  REQUIRE(stale.ok());
+  CHECK(stale->empty());
+  h.bus->ack(col.deliveries.front().reply);
+  h.bus->ack(got.message->reply);
+  collector low(h, "old", queue_sharing::all_consumers, 0);
+  low.p->request(5, 10s);
+  REQUIRE(waiting_requests(h, "old", 1));
+  collector high(h, "old", queue_sharing::all_consumers, 1);
+  high.p->request(5, 10s);
+  REQUIRE(waiting_requests(h, "old", 2));
+  REQUIRE(h.publish_one("amqp.d.old", "", "after").ok());
+  REQUIRE(h.run_until([&] { return high.deliveries.size() == 1; }));
+  CHECK(low.deliveries.empty());
+  for (auto* c : {&col, &low, &high}) {
+    c->p->stop();
+    REQUIRE(h.run_until([&] { return c->stopped(); }));
+  }
 }
 
 TEST_CASE("get on a queue that does not exist answers that the consumer is gone") {

@@ -91,6 +91,12 @@ inline constexpr std::uint64_t adaptor_consumers = 1'000;
 // gives the queue's messages to one puller at a time, the one it pinned; the others wait until
 // that puller stops (which unpins it) or stops renewing its pin (pin_timeout).
 enum class queue_sharing { all_consumers, single_active };
+// RabbitMQ's consumer priorities (basic.consume's x-priority) an all_consumers queue's pullers can
+// carry. The bus serves a queue's waiting pull requests by ten levels (its consumer's prioritized
+// group, lowest level first), so ten priorities: a puller of a higher one is served while it asks,
+// a lower one only while no higher one asks, equal ones in turn.
+inline constexpr int lowest_consumer_priority = 0;
+inline constexpr int highest_consumer_priority = 9;
 // A pinned puller that stopped asking (its process died, its bus link broke) loses the queue
 // after this long; a live one renews its pin well within it.
 inline constexpr std::chrono::seconds pin_timeout{15};
@@ -280,14 +286,16 @@ class client : public std::enable_shared_from_this<client> {
   // normalized by the caller (subsumed, deduplicated, sorted), at least one. Fails with kind
   // conflict when the server's returned config does not carry exactly them (another writer's
   // update came in between: read the bindings again and retry).
-  // A single_active queue's consumer carries the pinned group.
+  // A single_active queue's consumer carries the pinned group, any other the prioritized one
+  // (consumer priorities); an existing consumer without it is given it.
   virtual bus_status ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters,
                                            queue_sharing sharing = queue_sharing::all_consumers) = 0;
   virtual bus_status delete_queue_consumer(const std::string& queue) = 0;  // not found is ok
-  // Blocking. The consumer names of the queues whose ack wait is other than options.ack_wait (made
-  // before it was set, or by a replica set otherwise): the caller converges each
-  // (ensure_queue_consumer with the queue's own filters).
-  virtual bus_result<std::vector<std::string>> queues_with_other_ack_wait() = 0;
+  // Blocking. The consumer names of the queues whose consumer is not as ensure_queue_consumer makes
+  // it now: another ack wait than options.ack_wait (made before it was set, or by a replica set
+  // otherwise), or no priority group (made before consumer priorities). The caller converges each
+  // (ensure_queue_consumer with the queue's own filters and sharing).
+  virtual bus_result<std::vector<std::string>> queues_to_converge() = 0;
   // The consumer's counts once the server has applied every settlement this client sent for
   // the queue before the call (acks and pulls travel separate server queues), and
   // counted every publish this client had confirmed (count_publishes).
@@ -346,10 +354,14 @@ class client : public std::enable_shared_from_this<client> {
   // `sharing` is the queue's (its consumer's priority group). A single_active puller's requests
   // are served only while the server pins it; a no-wait request there waits a moment and ends
   // empty-handed while another puller holds the pin, and one that took the pin for its message
-  // gives it back at once.
+  // gives it back at once. An all_consumers puller's waiting requests carry `priority`
+  // (lowest_consumer_priority to highest_consumer_priority): the queue's messages go to the
+  // highest priority that asks. A no-wait request (one message: basic.get, the expiry sweeper's
+  // and a length limit's pulls, which want the queue's head) is served with the highest priority.
   virtual std::shared_ptr<puller> make_puller(const std::string& queue, boost::asio::any_io_executor ex,
                                               puller_callbacks callbacks,
-                                              queue_sharing sharing = queue_sharing::all_consumers) = 0;
+                                              queue_sharing sharing = queue_sharing::all_consumers,
+                                              int priority = lowest_consumer_priority) = 0;
   // Fire-and-forget settlement of a delivery (its `reply`). Non-blocking. A nak holds back the
   // queue's later pulls until the server has applied it (2 s at the most).
   virtual void ack(const std::string& reply) = 0;
