@@ -345,13 +345,27 @@ task<> start_consumer(basic_state& s, wire::basic_consume m, std::string queue, 
   const bool there = co_await usable_queue(chan, queue, during);
   if (!there) co_return;
   if (s.uses_tag(tag)) co_return reuse_of_tag(chan, tag);  // a pipelined consume with the same tag won meanwhile
+  const int priority = consumer_priority(m.arguments);
+  // The pinned group hands the queue over in the order the consumers asked, whatever their
+  // priority (a consumer has one priority policy); RabbitMQ 3.10's classic queues would hand
+  // it to the highest priority, so it is refused rather than ignored.
+  if (priority != bus::lowest_consumer_priority &&
+      chan.state().sharing_of(queue) == bus::queue_sharing::single_active) {
+    co_return chan.fail(wire::reply_code::not_implemented,
+                        "consumer argument 'x-priority' is not implemented on single-active-consumer queue " +
+                            quoted(queue) + in_vhost(chan) +
+                            ": its consumers take over in the order they registered; leave x-priority unset "
+                            "(or 0) there, or give the consumers of a queue without x-single-active-consumer "
+                            "their priorities",
+                        during);
+  }
   std::string sentence;
   if (!chan.state().add_consumer(queue, chan.shared_from_this(), tag, m.exclusive, sentence, !m.no_ack,
                                  s.prefetch_count)) {
     co_return chan.fail(wire::reply_code::access_refused, sentence, during,
                         "consume without the exclusive flag, or once the queue's other consumers are cancelled");
   }
-  auto c = std::make_shared<consumer>(s, consumer::options{tag, queue, m.no_ack, s.prefetch_count});
+  auto c = std::make_shared<consumer>(s, consumer::options{tag, queue, m.no_ack, s.prefetch_count, priority});
   s.consumers.emplace(tag, c);
   if (!m.no_wait) chan.reply(wire::basic_consume_ok{tag});  // before the first delivery
   c->start();

@@ -3,6 +3,7 @@
 #include <array>
 #include <variant>
 
+#include "amqp/bus/client.hpp"
 #include "queue_arguments.hpp"
 
 namespace amqp::broker {
@@ -42,9 +43,15 @@ std::optional<consume_refusal> refused_consume_argument(const wire::field_table&
     if (name == "x-priority") {
       const auto priority = wire::integer_of(entry.value);
       if (!priority) return invalid(name, "the value is not an integer; give a priority, e.g. 0");
-      if (*priority != 0)
-        return not_implemented("x-priority", "a queue's consumers are served alike (all at priority 0); consume "
-                                             "the urgent messages from a queue of their own");
+      // The bus serves ten levels (bus::lowest_consumer_priority..highest_consumer_priority);
+      // mapping more onto them would serve some priorities alike, which RabbitMQ does not.
+      if (*priority < bus::lowest_consumer_priority || *priority > bus::highest_consumer_priority)
+        return {{wire::reply_code::not_implemented,
+                 "consumer argument 'x-priority' " + std::to_string(*priority) +
+                     " is not implemented: consumer priorities are " + std::to_string(bus::lowest_consumer_priority) +
+                     " (the default) to " + std::to_string(bus::highest_consumer_priority) +
+                     ", higher served first; give the queue's consumers priorities in that range, in the same "
+                     "order"}};
     } else if (name == "x-cancel-on-ha-failover") {
       const auto* cancel = std::get_if<bool>(&entry.value.value);
       if (!cancel) return invalid(name, "the value is not a boolean; give true or false");
@@ -54,6 +61,13 @@ std::optional<consume_refusal> refused_consume_argument(const wire::field_table&
     }
   }
   return std::nullopt;
+}
+
+int consumer_priority(const wire::field_table& arguments) {
+  for (const auto& entry : arguments.entries)
+    if (entry.name == "x-priority")
+      if (const auto priority = wire::integer_of(entry.value)) return static_cast<int>(*priority);
+  return bus::lowest_consumer_priority;
 }
 
 }  // namespace amqp::broker

@@ -1,6 +1,7 @@
 #pragma once
-// basic.consume arguments: RabbitMQ's `x-*` consumer arguments. Those asking for what every
-// consumer here already gets (priority 0, no cancel on a failover) are accepted; those that would
+// basic.consume arguments: RabbitMQ's `x-*` consumer arguments. A consumer priority
+// (`x-priority`) within the bus's ten levels and what every consumer here already gets (no
+// cancel on a failover) are accepted; a priority outside them, and those that would
 // change what a consumer is delivered, and are not built yet, answer 540 with a remedy (HIP-1326,
 // "What is not implemented, and how it says so"); a value of the wrong type is RabbitMQ's 406.
 // Arguments RabbitMQ itself does not know are ignored, as it does.
@@ -22,5 +23,8 @@ struct consume_refusal {
 // `queue` and `vhost` name the queue in RabbitMQ's 406 sentence.
 std::optional<consume_refusal> refused_consume_argument(const wire::field_table& arguments, std::string_view queue,
                                                         std::string_view vhost);
+
+// The consumer priority (`x-priority`) of arguments refused_consume_argument accepted; 0 without one.
+int consumer_priority(const wire::field_table& arguments);
 
 }  // namespace amqp::broker

@@ -39,7 +39,8 @@ void consumer::start() {
   };
   const auto sharing = channel_->ctx.state().sharing_of(options_.queue);
   single_active_ = sharing == bus::queue_sharing::single_active;
-  puller_ = bus_->make_puller(routing::consumer_name(options_.queue), channel_->ctx.executor(), std::move(callbacks), sharing);
+  puller_ = bus_->make_puller(routing::consumer_name(options_.queue), channel_->ctx.executor(), std::move(callbacks),
+                              sharing, options_.priority);
   pump();
 }
 

@@ -46,6 +46,7 @@ class consumer final : public std::enable_shared_from_this<consumer> {
     std::string queue;
     bool no_ack = false;
     std::uint16_t prefetch = 0;  // the channel's per-consumer prefetch when it was created
+    int priority = 0;            // x-priority (bus::lowest_consumer_priority..highest_consumer_priority)
   };
   consumer(basic_state& channel, options o);
   ~consumer();

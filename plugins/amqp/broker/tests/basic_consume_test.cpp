@@ -314,13 +314,76 @@ TEST_CASE("consumer arguments: priority 0 and no cancel on failover are what eve
     h.settle();
     CHECK(h.conn.exceptions.empty());
     CHECK(h.delivered_bodies() == std::vector<std::string>{"m1"});
+    REQUIRE_FALSE(h.bus->requests().empty());
+    CHECK(h.bus->requests()[0].priority == 0);
+  }
+}
+
+TEST_CASE("x-priority 0 to 9, of any integer type, is the consumer's priority on the bus") {
+  for (auto [value, priority] : {std::pair{wire::field_value{std::int8_t{9}}, 9},
+                                 std::pair{wire::field_value{std::int16_t{1}}, 1},
+                                 std::pair{wire::field_value{std::int32_t{5}}, 5},
+                                 std::pair{wire::field_value{std::int64_t{7}}, 7}}) {
+    harness h;
+    h.open();
+    h.declare("q");
+    h.fill("q", 1);
+    h.method(consume_with("x-priority", value));
+    h.settle();
+    CHECK(h.conn.exceptions.empty());
+    CHECK(h.delivered_bodies() == std::vector<std::string>{"m1"});
+    REQUIRE_FALSE(h.bus->requests().empty());
+    for (const auto& r : h.bus->requests()) CHECK(r.priority == priority);
+  }
+}
+
+TEST_CASE("x-priority outside 0 to 9 is 540 NOT_IMPLEMENTED, naming the value and the accepted range") {
+  for (auto m : {consume_with("x-priority", wire::field_value{std::int32_t{10}}),
+                 consume_with("x-priority", wire::field_value{std::int64_t{-1}}),
+                 consume_with("x-priority", wire::field_value{std::int64_t{std::int64_t{1} << 40}})}) {
+    harness h;
+    h.open();
+    h.declare("q");
+    CHECK(refusal_of(h, m) == wire::reply_code::not_implemented);
+    const auto& sentence = h.conn.exceptions[0].sentence;
+    CHECK(sentence.find("'x-priority' " + std::to_string(*wire::integer_of(m.arguments.entries[0].value))) !=
+          std::string::npos);
+    CHECK(sentence.find("0 (the default) to 9") != std::string::npos);
+    CHECK(h.bus->requests().empty());  // no consumer was started
+  }
+}
+
+TEST_CASE("x-priority other than 0 on a single-active-consumer queue is 540 NOT_IMPLEMENTED; 0 is accepted") {
+  auto declare_single_active = [](harness& h) {
+    wire::queue_declare d;
+    d.queue = "q";
+    d.durable = true;
+    d.arguments.entries.push_back(wire::table_entry{"x-single-active-consumer", wire::field_value{true}});
+    h.method(d);
+    REQUIRE(h.run_until([&] { return h.count<wire::queue_declare_ok>() == 1; }));
+  };
+  {
+    harness h;
+    h.open();
+    declare_single_active(h);
+    CHECK(refusal_of(h, consume_with("x-priority", wire::field_value{std::int32_t{3}})) ==
+          wire::reply_code::not_implemented);
+    CHECK(h.conn.exceptions[0].sentence.find("single-active-consumer queue 'q'") != std::string::npos);
+    CHECK(h.bus->requests().empty());
+  }
+  {
+    harness h;
+    h.open();
+    declare_single_active(h);
+    h.method(consume_with("x-priority", wire::field_value{std::int32_t{0}}));
+    h.settle();
+    CHECK(h.conn.exceptions.empty());
+    CHECK(h.count<wire::basic_consume_ok>() == 1);
   }
 }
 
 TEST_CASE("consumer arguments that would change what is delivered are 540 NOT_IMPLEMENTED, naming the argument") {
-  for (auto m : {consume_with("x-priority", wire::field_value{std::int32_t{5}}),
-                 consume_with("x-priority", wire::field_value{std::int64_t{-1}}),
-                 consume_with("x-cancel-on-ha-failover", wire::field_value{true}),
+  for (auto m : {consume_with("x-cancel-on-ha-failover", wire::field_value{true}),
                  consume_with("x-stream-offset", wire::field_value{std::string{"first"}}),
                  consume_with("x-credit", wire::field_value{wire::field_table{}})}) {
     harness h;
