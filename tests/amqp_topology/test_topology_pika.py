@@ -121,7 +121,7 @@ class OneCloud(cloudtest.OneCloudTest):
         del tag
 
     def test_an_exchange_type_nobody_defines_is_503_on_the_connection_as_in_rabbitmq(self):
-        for kind in ("ZZwwInvalid", "x-delayed-message", "Topic"):
+        for kind in ("ZZwwInvalid", "x-consistent-hash", "Topic"):
             conn = connect(self.cloud)
             with self.assertRaises(pika.exceptions.ConnectionClosedByBroker) as caught:
                 conn.channel().exchange_declare(exchange="odd-x", exchange_type=kind)
