@@ -151,13 +151,11 @@ const topology::policy_map::value_type* topology::policy_for(std::string_view qu
 bool topology::settle_queue(std::string_view name, queue_def declared) {
   const auto* applied = policy_for(name);
   std::optional<queue_def> kept;  // what was declared, where the policy changed it
-  queue_def working;
-  if (applied) {
-    working = with_policy(declared, applied->second->rules);
-    if (working != declared) kept = std::move(declared);
-  } else {
-    working = std::move(declared);
-  }
+  queue_def working = applied ? with_policy(declared, applied->second->rules) : declared;
+  // RabbitMQ 4 bounds a quorum queue's redeliveries even when nothing set a limit.
+  if (working.type() == queue_type::quorum && !working.delivery_limit)
+    working.delivery_limit = quorum_default_delivery_limit;
+  if (working != declared) kept = std::move(declared);
   auto it = queues_.find(name);
   bool changed = true;
   if (it == queues_.end()) {
@@ -238,6 +236,14 @@ std::string_view to_string(overflow_mode mode) {
 std::optional<overflow_mode> parse_overflow(std::string_view text) {
   for (auto mode : {overflow_mode::drop_head, overflow_mode::reject_publish, overflow_mode::reject_publish_dlx})
     if (text == to_string(mode)) return mode;
+  return std::nullopt;
+}
+
+std::string_view to_string(queue_type type) { return type == queue_type::quorum ? "quorum" : "classic"; }
+
+std::optional<queue_type> parse_queue_type(std::string_view text) {
+  for (auto type : {queue_type::classic, queue_type::quorum})
+    if (text == to_string(type)) return type;
   return std::nullopt;
 }
 

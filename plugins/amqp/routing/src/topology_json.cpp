@@ -148,6 +148,7 @@ std::string encode_queue(const queue_def& def) {
   if (def.single_active_consumer) value["single_active_consumer"] = true;
   if (def.max_length) value["max_length"] = *def.max_length;
   if (def.overflow) value["overflow"] = to_string(*def.overflow);
+  if (def.declared_type) value["type"] = to_string(*def.declared_type);
   if (!def.retired.empty()) {
     json retired = json::array();
     for (const auto& r : def.retired) {
@@ -214,6 +215,11 @@ wire::result<queue_def> parse_queue(std::string_view text) {
     auto mode = overflow->is_string() ? parse_overflow(overflow->get<std::string>()) : std::nullopt;
     if (!mode) return malformed("queue", "\"overflow\" is not drop-head, reject-publish or reject-publish-dlx");
     def.overflow = *mode;
+  }
+  if (auto type = value->find("type"); type != value->end()) {
+    auto parsed = type->is_string() ? parse_queue_type(type->get<std::string>()) : std::nullopt;
+    if (!parsed) return malformed("queue", "\"type\" is not classic or quorum");
+    def.declared_type = *parsed;
   }
   if (auto single = value->find("single_active_consumer"); single != value->end()) {
     if (!single->is_boolean()) return malformed("queue", "\"single_active_consumer\" is not a boolean");

@@ -156,3 +156,40 @@ TEST_CASE("a malformed policy in the bucket is reported and changes nothing") {
   CHECK(t.policies().empty());
   CHECK(t.policy_of("a") == nullptr);
 }
+
+TEST_CASE("a quorum queue that sets no delivery limit works with RabbitMQ 4's 20; an argument or a policy wins") {
+  topology t;
+  queue_def quorum;
+  quorum.durable = true;
+  quorum.declared_type = queue_type::quorum;
+  t.put_queue("q.default", quorum);
+  CHECK(t.find_queue("q.default")->delivery_limit == quorum_default_delivery_limit);
+  CHECK(quorum_default_delivery_limit == 20u);
+  // What it declared stays without one: a redeclaration is compared with that.
+  CHECK_FALSE(t.find_declared("q.default")->delivery_limit);
+
+  auto explicit_limit = quorum;
+  explicit_limit.delivery_limit = 50;  // above the default: the argument still wins
+  t.put_queue("q.explicit", explicit_limit);
+  CHECK(t.find_queue("q.explicit")->delivery_limit == 50u);
+
+  queue_def classic;
+  classic.durable = true;
+  t.put_queue("c.plain", classic);
+  CHECK_FALSE(t.find_queue("c.plain")->delivery_limit);
+  classic.declared_type = queue_type::classic;
+  t.put_queue("c.named", classic);
+  CHECK_FALSE(t.find_queue("c.named")->delivery_limit);
+
+  // A policy's delivery-limit replaces the default, above it too; gone, the default is back.
+  put_policy(t, "retries", R"({"pattern":"^q\\.","definition":{"delivery-limit":100}})");
+  CHECK(t.find_queue("q.default")->delivery_limit == 100u);
+  CHECK(t.find_queue("q.explicit")->delivery_limit == 50u);  // the smaller of the two
+  CHECK_FALSE(t.find_declared("q.default")->delivery_limit);
+  CHECK_FALSE(t.apply(policy_key("retries"), std::nullopt));
+  CHECK(t.find_queue("q.default")->delivery_limit == quorum_default_delivery_limit);
+  // A policy without a delivery limit leaves the default.
+  put_policy(t, "ttl", R"({"pattern":"^q\\.","definition":{"message-ttl":1000}})");
+  CHECK(t.find_queue("q.default")->delivery_limit == quorum_default_delivery_limit);
+  CHECK(t.find_queue("q.default")->message_ttl == 1000u);
+}

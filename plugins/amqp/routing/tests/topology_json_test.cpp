@@ -179,3 +179,26 @@ TEST_CASE("a single active consumer round-trips, omitted when off, and must be a
   REQUIRE_FALSE(bad);
   CHECK(bad.error().text.find("single_active_consumer") != std::string::npos);
 }
+
+TEST_CASE("the declared x-queue-type round-trips; a value without one is a classic queue that named none") {
+  queue_def def{true, false, false, {}};
+  def.declared_type = queue_type::quorum;
+  CHECK(encode_queue(def) == R"({"durable":true,"type":"quorum"})");
+  auto back = parse_queue(encode_queue(def));
+  REQUIRE(back);
+  CHECK(*back == def);
+  CHECK(back->type() == queue_type::quorum);
+  def.declared_type = queue_type::classic;
+  CHECK(encode_queue(def) == R"({"durable":true,"type":"classic"})");
+  // Stores written before the type was kept.
+  auto old = parse_queue(R"({"durable":true})");
+  REQUIRE(old);
+  CHECK_FALSE(old->declared_type);
+  CHECK(old->type() == queue_type::classic);
+  for (std::string_view bad : {R"({"durable":true,"type":"stream"})", R"({"durable":true,"type":1})"}) {
+    CAPTURE(bad);
+    auto q = parse_queue(bad);
+    REQUIRE_FALSE(q);
+    CHECK(q.error().text.find("\"type\" is not classic or quorum") != std::string::npos);
+  }
+}

@@ -63,6 +63,17 @@ enum class overflow_mode { drop_head, reject_publish, reject_publish_dlx };
 std::string_view to_string(overflow_mode mode);
 std::optional<overflow_mode> parse_overflow(std::string_view text);
 
+// x-queue-type: the RabbitMQ queue types a declaration may name (stream is refused). Both are a
+// consumer of the stream; a quorum queue differs where RabbitMQ's does: its redeliveries carry
+// x-delivery-count, it has a default delivery limit, and some declarations are refused.
+enum class queue_type { classic, quorum };
+std::string_view to_string(queue_type type);
+std::optional<queue_type> parse_queue_type(std::string_view text);
+
+// RabbitMQ 4's delivery limit for a quorum queue that sets none (by argument or policy): a message
+// returned more often is dead-lettered or dropped. RabbitMQ 3.10 has no default.
+inline constexpr std::uint64_t quorum_default_delivery_limit = 20;
+
 struct queue_def {
   bool durable = false;
   bool exclusive = false;
@@ -83,6 +94,10 @@ struct queue_def {
   // means drop-head).
   std::optional<std::uint64_t> max_length{};
   std::optional<overflow_mode> overflow{};
+  // x-queue-type as declared; absent when the declaration named none. Kept apart from an explicit
+  // 'classic' because RabbitMQ words a redeclaration's inequivalence differently for the two.
+  std::optional<queue_type> declared_type{};
+  queue_type type() const { return declared_type.value_or(queue_type::classic); }
   // Some route applies to only part of the stream (an `after`, or a retired binding).
   bool windowed() const;
   // x-max-length when the overflow is drop-head (what is over it goes from the head), else nullopt.
@@ -124,8 +139,9 @@ std::optional<bucket_key> parse_bucket_key(std::string_view key);
 // "internal":true only when set); {"durable":bool,"exclusive":true?,"auto_delete":true?,
 // "bindings":[{"exchange":"x","key":"k","after":n?}]?, "retired":[{"filters":[…],"after":n?,
 // "until":n}]?, "message_ttl":ms?, "dead_letter":{"exchange":"x","routing_key":"k"?}?,
-// "delivery_limit":n?, "expires":ms?} (optional members omitted when false/empty/0/absent; the
-// reference ignores the additions).
+// "delivery_limit":n?, "expires":ms?, "type":"classic"|"quorum"?} (optional members omitted when
+// false/empty/0/absent; the reference ignores the additions; a value without "type" is a classic
+// queue that named no type, so stores written before the type was kept still load).
 // Parsing never throws: malformed JSON, a wrong member type or an unknown/headers kind is a
 // refusal (541 INTERNAL_ERROR, the sentence names what is wrong). Unknown members are ignored.
 std::string encode_exchange(const exchange_def& def);
@@ -140,8 +156,9 @@ struct compiled_policy;  // policy.hpp
 //
 // A queue is kept as it works: what it declared with the features of the policy that applies to
 // it (the highest priority matching its name; at equal priority one applying to queues only before
-// one applying to all, then by name, where RabbitMQ leaves the choice undefined). What it declared
-// is kept beside it when a policy changed something.
+// one applying to all, then by name, where RabbitMQ leaves the choice undefined), and a quorum
+// queue's default delivery limit when neither set one. What it declared is kept beside it when
+// either changed something.
 class topology {
  public:
   using queue_map = std::map<std::string, queue_def, std::less<>>;
