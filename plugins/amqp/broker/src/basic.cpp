@@ -50,7 +50,7 @@ void consume_direct_reply(basic_state& s, const wire::basic_consume& m) {
         if (!r || s.reply != r || s.ctx.is_closed()) return;
         // Addressed as RabbitMQ delivers it: the default exchange, the reply address as the key.
         d.subject = "amqp._." + routing::direct_reply_address(r->token);
-        deliver(s, r->tag, true, nullptr, std::move(d));
+        deliver(s, r->tag, true, nullptr, std::move(d), delivery_count::never);  // a reply is no queue's
       });
   if (!reply->subscription) {
     return s.ctx.fail(wire::reply_code::internal_error,
@@ -230,7 +230,8 @@ class get_request final : public std::enable_shared_from_this<get_request> {
     taken_.reset();
     const auto addr = routing::split_subject(d.shown_subject()).value_or(routing::address{});
     const std::uint64_t tag = ++s_.next_tag;
-    auto props = delivered_properties(d.amqp_props, d.delivered);
+    const auto shown = delivery_count_of(s_.ctx.state().type_of(queue_), /*get=*/true);
+    auto props = delivered_properties(d.amqp_props, d.delivered, shown);
     std::string out;
     encode_delivery(out, s_.ctx.id(),
                     wire::basic_get_ok{tag, d.delivered > 1, addr.exchange, addr.routing_key,
@@ -303,7 +304,7 @@ void pump_consumers(basic_state& s) {
 }
 
 std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_ack,
-                      const std::shared_ptr<consumer>& owner, bus::delivery d) {
+                      const std::shared_ptr<consumer>& owner, bus::delivery d, delivery_count shown) {
   auto& bus = s.ctx.bus();
   if (!s.ctx.is_open()) {
     bus.nak(d.reply);  // the channel is going: the message goes back, never dropped
@@ -312,7 +313,7 @@ std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_a
   }
   const auto addr = routing::split_subject(d.shown_subject()).value_or(routing::address{});
   const std::uint64_t tag = ++s.next_tag;
-  auto props = delivered_properties(d.amqp_props, d.delivered);
+  auto props = delivered_properties(d.amqp_props, d.delivered, shown);
   std::string out;
   encode_delivery(out, s.ctx.id(),
                   wire::basic_deliver{consumer_tag, tag, d.delivered > 1, addr.exchange, addr.routing_key},

@@ -35,9 +35,10 @@
 // consumer"): what bounds every consumer is the connection's output, while it is backlogged no
 // consumer asks for more.
 //
-// Delivering (delivery.hpp). exchange/key come from the subject; redelivered = delivered > 1
-// and then `x-delivery-count` = delivered - 1 is added to the headers table (first
-// deliveries pass the publisher's octets verbatim). Method + header + body frames are one
+// Delivering (delivery.hpp). exchange/key come from the subject; redelivered = delivered > 1;
+// a quorum queue's redelivery (and its every basic.get-ok) gets `x-delivery-count` = delivered
+// - 1 in the headers table, as RabbitMQ's quorum queues add it; a classic queue's never does
+// (its deliveries pass the publisher's octets verbatim). Method + header + body frames are one
 // send; delivery tags are allocated per channel from 1 at the moment the delivery is handed
 // to the connection, which writes in call order: tags reach the socket in allocation order.
 //
@@ -139,8 +140,9 @@ void pump_consumers(basic_state& s);
 // dead_letter.hpp's passed_over, on the channel's executor.
 bool passed_over(basic_state& s, const std::string& queue, bus::delivery& d);
 // Hands a bus delivery to the client: allocates the tag, records it outstanding unless
-// no-ack, writes method + header + bodies as one unit. Returns the tag.
+// no-ack, writes method + header + bodies as one unit, with x-delivery-count as `shown` says.
+// Returns the tag.
 std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_ack,
-                      const std::shared_ptr<consumer>& owner, bus::delivery d);
+                      const std::shared_ptr<consumer>& owner, bus::delivery d, delivery_count shown);
 
 }  // namespace amqp::broker

@@ -90,6 +90,13 @@ bus::queue_sharing broker::sharing_of(const std::string& queue) const {
   });
 }
 
+routing::queue_type broker::type_of(const std::string& queue) const {
+  return read_topology([&](const routing::topology& t) {
+    const auto* def = t.find_queue(queue);
+    return def ? def->type() : routing::queue_type::classic;
+  });
+}
+
 broker::delivery_rules broker::rules_for(const std::string& queue, const bus::delivery& d) const {
   return read_topology([&](const routing::topology& t) {
     const auto* def = t.find_queue(queue);

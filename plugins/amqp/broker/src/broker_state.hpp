@@ -63,6 +63,8 @@ class broker : public std::enable_shared_from_this<broker> {
   // How the queue's consumers share it on the bus (x-single-active-consumer); all_consumers when
   // the queue is not in the mirror.
   bus::queue_sharing sharing_of(const std::string& queue) const;
+  // The queue's x-queue-type (classic when the queue is not in the mirror).
+  routing::queue_type type_of(const std::string& queue) const;
   // Was this delivery routed to the queue? Its consumer also reads what a binding's window
   // leaves out (routing::topology::admits): such a delivery is acked unseen. And the queue's
   // x-message-ttl and x-delivery-limit, if it has them.

@@ -39,6 +39,7 @@ void consumer::start() {
   };
   const auto sharing = channel_->ctx.state().sharing_of(options_.queue);
   single_active_ = sharing == bus::queue_sharing::single_active;
+  shown_count_ = delivery_count_of(channel_->ctx.state().type_of(options_.queue), /*get=*/false);
   puller_ = bus_->make_puller(routing::consumer_name(options_.queue), channel_->ctx.executor(), std::move(callbacks),
                               sharing, options_.priority);
   pump();
@@ -129,7 +130,7 @@ void consumer::on_delivery(bus::delivery d) {
     return;
   }
   auto self = shared_from_this();
-  deliver(*channel_, options_.tag, options_.no_ack, options_.no_ack ? nullptr : self, std::move(d));
+  deliver(*channel_, options_.tag, options_.no_ack, options_.no_ack ? nullptr : self, std::move(d), shown_count_);
   pump();  // fewer asked for now: the window may have room again
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "amqp/bus/client.hpp"
+#include "delivery.hpp"
 
 namespace amqp::broker {
 
@@ -86,6 +87,9 @@ class consumer final : public std::enable_shared_from_this<consumer> {
   basic_state* channel_;  // null once stopped
   options options_;
   bool single_active_ = false;  // x-single-active-consumer: asks only when first in line
+  // Read once at start: a queue's type never changes while it exists (a redeclaration with
+  // another is refused), and a deleted queue cancels its consumers.
+  delivery_count shown_count_ = delivery_count::never;
   std::shared_ptr<bus::client> bus_;
   credit_pool own_;
   std::shared_ptr<credit_pool> global_;

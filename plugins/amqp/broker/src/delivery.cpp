@@ -21,9 +21,10 @@ void set_delivery_count(wire::field_table& headers, std::int64_t count) {
 
 }  // namespace
 
-wire::result<std::string> delivered_properties(std::string_view property_octets,
-                                               std::uint64_t delivered) {
-  if (delivered <= 1) {
+wire::result<std::string> delivered_properties(std::string_view property_octets, std::uint64_t delivered,
+                                               delivery_count shown) {
+  const bool counted = shown == delivery_count::always || (shown == delivery_count::on_redelivery && delivered > 1);
+  if (!counted) {
     if (property_octets.empty()) return std::string(2, '\0');  // flags 0: no property present
     return std::string(property_octets);
   }
@@ -34,7 +35,7 @@ wire::result<std::string> delivered_properties(std::string_view property_octets,
     props = std::move(*decoded);
   }
   if (!props.headers) props.headers.emplace();
-  set_delivery_count(*props.headers, static_cast<std::int64_t>(delivered - 1));
+  set_delivery_count(*props.headers, static_cast<std::int64_t>(delivered > 0 ? delivered - 1 : 0));
   return wire::encode_properties(props);
 }
 

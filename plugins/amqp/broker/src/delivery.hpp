@@ -6,18 +6,30 @@
 #include <string>
 #include <string_view>
 
+#include "amqp/routing/topology.hpp"
 #include "amqp/wire/codec.hpp"
 #include "amqp/wire/result.hpp"
 
 namespace amqp::broker {
 
+// Which deliveries carry header `x-delivery-count` = delivered - 1, as RabbitMQ 3.10 adds it:
+// never from a classic queue; from a quorum queue on every redelivery to a consumer, and on every
+// basic.get-ok (0 the first time).
+enum class delivery_count { never, on_redelivery, always };
+
+// How a queue of `type` shows the count on basic.deliver (`get` false) or basic.get-ok.
+inline delivery_count delivery_count_of(routing::queue_type type, bool get) {
+  if (type != routing::queue_type::quorum) return delivery_count::never;
+  return get ? delivery_count::always : delivery_count::on_redelivery;
+}
+
 // The content-header property octets a client should see for a message the bus delivered
-// for the `delivered`-th time. A first delivery passes the publisher's octets verbatim; a
-// redelivery gets header `x-delivery-count` = delivered - 1 (as RabbitMQ's quorum queues
-// report it), which requires decoding and re-encoding the properties. A message that
-// arrived without properties (a bus-native publisher) gets an empty property list.
-wire::result<std::string> delivered_properties(std::string_view property_octets,
-                                               std::uint64_t delivered);
+// for the `delivered`-th time. Without the count header the publisher's octets pass verbatim;
+// adding it requires decoding and re-encoding the properties (replacing any value a publisher
+// set). A message that arrived without properties (a bus-native publisher) gets an empty
+// property list.
+wire::result<std::string> delivered_properties(std::string_view property_octets, std::uint64_t delivered,
+                                               delivery_count shown);
 
 // Appends method + content header + body frames for one message on `channel`.
 template <class Method>

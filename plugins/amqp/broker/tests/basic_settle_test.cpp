@@ -25,11 +25,17 @@ std::vector<kind> kinds(const std::vector<settlement>& done) {
   return out;
 }
 
-// A channel with one consumer "c" on queue "q" that has received `n` messages (bodies m1..mn,
-// tags 1..n, stream sequences 1..n).
-void consuming(harness& h, int n) {
+wire::field_table quorum_queue() {
+  wire::field_table arguments;
+  arguments.entries.push_back({"x-queue-type", wire::field_value(std::string("quorum"))});
+  return arguments;
+}
+
+// A channel with one consumer "c" on queue "q" (classic, or quorum with `arguments`) that has
+// received `n` messages (bodies m1..mn, tags 1..n, stream sequences 1..n).
+void consuming(harness& h, int n, wire::field_table arguments = {}) {
   h.open();
-  h.declare("q");
+  h.declare("q", 1, std::move(arguments));
   h.fill("q", n);
   h.consume("q", "c");
   REQUIRE(h.run_until([&] { return h.count<wire::basic_deliver>() == static_cast<std::size_t>(n); }));
@@ -142,9 +148,9 @@ TEST_CASE("an unknown tag on basic.nack or basic.reject names nack or reject as 
   CHECK(h.conn.exceptions[0].offending == expected);
 }
 
-TEST_CASE("basic.reject with requeue naks the message and it comes back flagged redelivered with x-delivery-count") {
+TEST_CASE("basic.reject with requeue naks the message and a quorum queue's redelivery carries x-delivery-count") {
   harness h;
-  consuming(h, 2);
+  consuming(h, 2, quorum_queue());
   h.method(wire::basic_reject{1, true});
   REQUIRE(h.run_until([&] { return h.count<wire::basic_deliver>() == 3; }));
   CHECK(kinds(h.bus->settlements()) == std::vector{kind::nak});
@@ -155,6 +161,40 @@ TEST_CASE("basic.reject with requeue naks the message and it comes back flagged 
   CHECK(h.delivered_bodies().back() == "m1");
   CHECK(delivery_count_header(delivery(h, 3)) == 1);
   CHECK_FALSE(delivery(h, 1).properties->headers);  // a first delivery passes the octets verbatim
+}
+
+TEST_CASE("a classic queue's redelivery carries no x-delivery-count, as RabbitMQ's classic queues") {
+  harness h;
+  consuming(h, 1);
+  h.method(wire::basic_reject{1, true});
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_deliver>() == 2; }));
+  CHECK(h.all<wire::basic_deliver>().back().redelivered);
+  CHECK_FALSE(delivery(h, 2).properties->headers);  // the publisher's octets, verbatim
+}
+
+TEST_CASE("basic.get from a quorum queue carries x-delivery-count from the first get (0), from a classic one never") {
+  for (const bool quorum : {false, true}) {
+    CAPTURE(quorum);
+    harness h;
+    h.open();
+    h.declare("q", 1, quorum ? quorum_queue() : wire::field_table{});
+    h.fill("q", 1);
+    for (std::size_t n = 1; n <= 2; ++n) {
+      h.method(wire::basic_get{0, "q", false});
+      REQUIRE(h.run_until([&] { return h.count<wire::basic_get_ok>() == n; }));
+      const received* got = nullptr;
+      for (const auto& f : h.conn.frames)
+        if (std::holds_alternative<wire::basic_get_ok>(f.method)) got = &f;
+      REQUIRE(got);
+      if (quorum) {
+        CHECK(delivery_count_header(*got) == static_cast<std::int64_t>(n - 1));
+      } else {
+        CHECK_FALSE(got->properties->headers);
+      }
+      h.method(wire::basic_reject{n, true});
+      h.settle();
+    }
+  }
 }
 
 TEST_CASE("basic.reject and basic.nack without requeue terminate the message on the bus (no dead-letter exchange)") {
@@ -186,7 +226,7 @@ TEST_CASE("basic.nack with multiple and requeue naks every tag up to N and they 
 // came back: the NAKs follow the stream.
 TEST_CASE("requeued deliveries are nacked on the bus in stream order, not tag order, and come back in that order") {
   harness h;
-  consuming(h, 3);                           // tags 1,2,3 = seq 1,2,3
+  consuming(h, 3, quorum_queue());                           // tags 1,2,3 = seq 1,2,3
   h.method(wire::basic_reject{1, true});     // seq 1 comes back as tag 4
   REQUIRE(h.run_until([&] { return h.count<wire::basic_deliver>() == 4; }));
   h.method(wire::basic_nack{0, true, true});  // outstanding: tag 2 (seq 2), 3 (seq 3), 4 (seq 1)

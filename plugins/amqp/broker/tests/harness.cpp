@@ -140,11 +140,12 @@ void harness::close(std::uint16_t id) {
   channels_.erase(it);
 }
 
-std::string harness::declare(const std::string& queue, std::uint16_t id) {
+std::string harness::declare(const std::string& queue, std::uint16_t id, wire::field_table arguments) {
   const auto before = count<wire::queue_declare_ok>(id);
   wire::queue_declare m;
   m.queue = queue;
   m.durable = true;
+  m.arguments = std::move(arguments);
   method(m, id);
   REQUIRE(run_until([&] { return count<wire::queue_declare_ok>(id) > before; }));
   REQUIRE(bus->has_consumer(consumer_of(queue)));

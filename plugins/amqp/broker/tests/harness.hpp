@@ -111,8 +111,8 @@ class harness {
   bool is_open(std::uint16_t id) const { return channels_.contains(id) && !failed_.contains(id); }
 
   // ---- common steps (each runs until its answer came, REQUIREd)
-  // Declares a durable queue; returns its consumer name on the bus.
-  std::string declare(const std::string& queue, std::uint16_t id = 1);
+  // Declares a durable queue (with `arguments`); returns its consumer name on the bus.
+  std::string declare(const std::string& queue, std::uint16_t id = 1, wire::field_table arguments = {});
   void qos(std::uint16_t prefetch, bool global = false, std::uint16_t id = 1);
   void consume(const std::string& queue, const std::string& tag, bool no_ack = false, std::uint16_t id = 1);
   void confirm_select(std::uint16_t id = 1);

@@ -76,24 +76,48 @@ TEST_CASE("a duplicate or foreign settlement is ignored") {
   CHECK(c.record(7, outcome::ack).empty());
 }
 
-TEST_CASE("a first delivery passes the property octets verbatim") {
+using amqp::broker::delivery_count;
+
+TEST_CASE("a first delivery, and a classic queue's redelivery, pass the property octets verbatim") {
   const std::string octets("\x80\x00\x0a", 3);  // content-type present, "text/plain" follows
-  auto out = amqp::broker::delivered_properties(octets, 1);
-  REQUIRE(out.ok());
-  CHECK(*out == octets);
-  auto none = amqp::broker::delivered_properties("", 1);
-  REQUIRE(none.ok());
-  CHECK(*none == std::string(2, '\0'));
+  for (auto [delivered, shown] : {std::pair{1, delivery_count::on_redelivery}, std::pair{1, delivery_count::never},
+                                  std::pair{4, delivery_count::never}}) {
+    CAPTURE(delivered);
+    auto out = amqp::broker::delivered_properties(octets, delivered, shown);
+    REQUIRE(out.ok());
+    CHECK(*out == octets);
+    auto none = amqp::broker::delivered_properties("", delivered, shown);
+    REQUIRE(none.ok());
+    CHECK(*none == std::string(2, '\0'));
+  }
 }
 
-TEST_CASE("a redelivery carries x-delivery-count = delivered - 1 beside the publisher's headers") {
+TEST_CASE("which deliveries count: a quorum queue's redeliveries and every get-ok, a classic queue's none") {
+  using amqp::routing::queue_type;
+  CHECK(amqp::broker::delivery_count_of(queue_type::classic, false) == delivery_count::never);
+  CHECK(amqp::broker::delivery_count_of(queue_type::classic, true) == delivery_count::never);
+  CHECK(amqp::broker::delivery_count_of(queue_type::quorum, false) == delivery_count::on_redelivery);
+  CHECK(amqp::broker::delivery_count_of(queue_type::quorum, true) == delivery_count::always);
+  // basic.get-ok from a quorum queue says 0 the first time, as RabbitMQ 3.10's does.
+  auto out = amqp::broker::delivered_properties("", 1, delivery_count::always);
+  REQUIRE(out.ok());
+  auto decoded = amqp::wire::decode_properties(
+      std::span(reinterpret_cast<const std::uint8_t*>(out->data()), out->size()));
+  REQUIRE(decoded.ok());
+  REQUIRE(decoded->headers);
+  const auto* count = amqp::wire::find(*decoded->headers, "x-delivery-count");
+  REQUIRE(count);
+  CHECK(*count == amqp::wire::field_value(std::int64_t{0}));
+}
+
+TEST_CASE("a quorum queue's redelivery carries x-delivery-count = delivered - 1 beside the publisher's headers") {
   amqp::wire::basic_properties props;
   props.content_type = "text/plain";
   props.headers.emplace();
   props.headers->entries.push_back({"mine", amqp::wire::field_value(std::int32_t{5})});
   props.headers->entries.push_back({"x-delivery-count", amqp::wire::field_value(std::int64_t{99})});
   const std::string octets = amqp::wire::encode_properties(props);
-  auto out = amqp::broker::delivered_properties(octets, 3);
+  auto out = amqp::broker::delivered_properties(octets, 3, delivery_count::on_redelivery);
   REQUIRE(out.ok());
   auto decoded = amqp::wire::decode_properties(
       std::span(reinterpret_cast<const std::uint8_t*>(out->data()), out->size()));
@@ -109,8 +133,8 @@ TEST_CASE("a redelivery carries x-delivery-count = delivered - 1 beside the publ
   CHECK(decoded->headers->entries.size() == 2);  // the forged count was replaced, not doubled
 }
 
-TEST_CASE("a redelivery of a message without properties gets just the header") {
-  auto out = amqp::broker::delivered_properties("", 2);
+TEST_CASE("a quorum queue's redelivery of a message without properties gets just the header") {
+  auto out = amqp::broker::delivered_properties("", 2, delivery_count::on_redelivery);
   REQUIRE(out.ok());
   auto decoded = amqp::wire::decode_properties(
       std::span(reinterpret_cast<const std::uint8_t*>(out->data()), out->size()));
