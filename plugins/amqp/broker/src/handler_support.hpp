@@ -68,11 +68,17 @@ inline auto publishes_answered(channel_context& ctx) {
 
 inline std::string quoted(std::string_view name) { return "'" + std::string(name) + "'"; }
 
-// RabbitMQ's "inequivalent arg" text; its remedy, inequivalent_remedy, goes to the log.
+// RabbitMQ's "inequivalent arg" text with both values as it shows them: quoted when both sides
+// have one; when one side has none, "none" and "the value 'v' of type 't'" for the other.
+inline std::string inequivalent_shown(channel_context& ctx, std::string_view arg, std::string_view what,
+                                      std::string_view name, std::string_view received, std::string_view current) {
+  return "inequivalent arg '" + std::string(arg) + "' for " + std::string(what) + " " + quoted(name) +
+         in_vhost(ctx) + ": received " + std::string(received) + " but current is " + std::string(current);
+}
+// RabbitMQ's "inequivalent arg" text for two values; its remedy, inequivalent_remedy, goes to the log.
 inline std::string inequivalent(channel_context& ctx, std::string_view arg, std::string_view what,
                                 std::string_view name, std::string_view received, std::string_view current) {
-  return "inequivalent arg '" + std::string(arg) + "' for " + std::string(what) + " " + quoted(name) +
-         in_vhost(ctx) + ": received '" + std::string(received) + "' but current is '" + std::string(current) + "'";
+  return inequivalent_shown(ctx, arg, what, name, quoted(received), quoted(current));
 }
 inline constexpr std::string_view inequivalent_remedy =
     "declare it with the arguments it has, or delete it and declare it anew";

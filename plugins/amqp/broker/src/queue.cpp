@@ -137,6 +137,20 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
   if (current.single_active_consumer != wanted.single_active_consumer) {
     return mismatch("x-single-active-consumer", wanted.single_active_consumer, current.single_active_consumer);
   }
+  // RabbitMQ 3.10 takes a classic queue that named no type and 'classic' as one type, and shows
+  // an x-queue-type only one side named as a typed value against none.
+  if (current.type() != wanted.type()) {
+    auto shown = [&](const std::optional<routing::queue_type>& t) {
+      if (!t) return std::string("none");
+      const auto value = quoted(routing::to_string(*t));
+      return wanted.declared_type && current.declared_type ? value : "the value " + value + " of type 'longstr'";
+    };
+    ctx.fail(wire::reply_code::precondition_failed,
+             inequivalent_shown(ctx, "x-queue-type", "queue", name, shown(wanted.declared_type),
+                                shown(current.declared_type)),
+             key, inequivalent_remedy);
+    return false;
+  }
   auto differs = [&](std::string_view arg, const auto& received, const auto& now) {
     if (received == now) return false;
     ctx.fail(wire::reply_code::precondition_failed, inequivalent(ctx, arg, "queue", name, text(received), text(now)), key,
@@ -364,14 +378,22 @@ void on_queue_declare(channel_context& ctx, wire::queue_declare m, turn method_t
                                              : routing::check_new_name(names(ctx), "queue", name);
   if (bad) return ctx.refuse(*bad, key);
   if (m.passive) return ctx.spawn(key, declare_passive(ctx, name, m.no_wait), std::move(method_turn));
+  const auto& vhost = ctx.state().config().vhost;
+  auto current = find(ctx, name);
+  // What RabbitMQ refuses a quorum queue it is about to create comes first (an existing one is
+  // only compared): a quorum queue with x-max-priority is its 406, not our 540.
+  if (!current) {
+    auto refused = refused_by_queue_type(m.arguments, m.durable, m.exclusive, m.auto_delete, server_named, name, vhost);
+    if (refused) return ctx.fail(wire::reply_code::precondition_failed, *refused, key);
+  }
   if (auto refused = refused_queue_argument(m.arguments))
     return ctx.fail(wire::reply_code::not_implemented, *refused, key);
   if (!usable(ctx, name, key)) return;
   routing::queue_def wanted{m.durable, m.exclusive, m.auto_delete, {}};
   std::string invalid;
-  if (!read_queue_arguments(m.arguments, name, ctx.state().config().vhost, names(ctx), wanted, invalid))
+  if (!read_queue_arguments(m.arguments, name, vhost, names(ctx), wanted, invalid))
     return ctx.fail(wire::reply_code::precondition_failed, invalid, key);
-  if (auto current = find(ctx, name)) {
+  if (current) {
     if (!equivalent(ctx, name, *current, wanted)) return;
     broker::count(ctx.state().message_counters().queues_declared);
     return ctx.spawn(key, answer_declare(ctx, name, m.no_wait), std::move(method_turn));

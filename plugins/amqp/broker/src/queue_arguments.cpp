@@ -49,6 +49,24 @@ std::optional<std::string> refused_queue_argument(const wire::field_table& argum
   return std::nullopt;
 }
 
+std::optional<std::string> refused_by_queue_type(const wire::field_table& arguments, bool durable, bool exclusive,
+                                                 bool auto_delete, bool server_named, std::string_view queue,
+                                                 std::string_view vhost) {
+  const auto* type = wire::find(arguments, "x-queue-type");
+  const auto* text = type ? std::get_if<std::string>(&type->value) : nullptr;
+  if (!text || routing::parse_queue_type(*text) != routing::queue_type::quorum) return std::nullopt;
+  const auto for_queue = "for queue '" + std::string(queue) + "' in vhost '" + std::string(vhost) + "'";
+  // RabbitMQ 3.10's order: the name, the arguments its quorum queues have no use for, then the
+  // properties a replicated queue cannot have.
+  if (server_named) return std::string("Cannot declare a server-named queue for type rabbit_quorum_queue");
+  for (std::string_view name : {"x-max-priority", "x-queue-mode", "x-queue-master-locator", "x-queue-version"})
+    if (wire::find(arguments, name)) return "invalid arg '" + std::string(name) + "' " + for_queue + " of queue type rabbit_quorum_queue";
+  if (auto_delete) return "invalid property 'auto-delete' " + for_queue;
+  if (exclusive) return "invalid property 'exclusive-owner' " + for_queue;
+  if (!durable) return "invalid property 'non-durable' " + for_queue;
+  return std::nullopt;
+}
+
 bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, std::string_view vhost,
                           routing::name_rules names,
                           routing::queue_def& def, std::string& refusal) {
@@ -96,11 +114,11 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
       if (!on) return invalid(name, "the value is not a boolean; give true or false");
       def.single_active_consumer = *on;
     } else if (name == "x-queue-type") {
-      // Every queue is a consumer of the stream, so classic and quorum are alike (stream was
-      // refused before); any other type is not one RabbitMQ knows either.
-      const auto* type = std::get_if<std::string>(&entry.value.value);
-      if (!type || (*type != "classic" && *type != "quorum"))
-        return invalid(name, "the value is not 'classic', 'quorum' or 'stream'; give one of them");
+      // Stream was refused before; any other type is not one RabbitMQ knows either.
+      const auto* text = std::get_if<std::string>(&entry.value.value);
+      auto type = text ? routing::parse_queue_type(*text) : std::nullopt;
+      if (!type) return invalid(name, "the value is not 'classic', 'quorum' or 'stream'; give one of them");
+      def.declared_type = *type;
     } else if (name == "x-dead-letter-strategy") {
       const auto* strategy = std::get_if<std::string>(&entry.value.value);
       if (!strategy || (*strategy != "at-most-once" && *strategy != "at-least-once"))

@@ -24,12 +24,18 @@ std::string invalid_argument_sentence(std::string_view name, std::string_view qu
 // The 540 sentence for the first refused argument, or nullopt when every argument is fine.
 std::optional<std::string> refused_queue_argument(const wire::field_table& arguments);
 
+// RabbitMQ 3.10's 406 sentence for a new quorum queue (x-queue-type 'quorum') declared as its
+// quorum queues cannot be: server-named; with x-max-priority, x-queue-mode,
+// x-queue-master-locator or x-queue-version; auto-delete, exclusive or non-durable. nullopt for
+// any other declaration. RabbitMQ checks these only when it creates the queue.
+std::optional<std::string> refused_by_queue_type(const wire::field_table& arguments, bool durable, bool exclusive,
+                                                 bool auto_delete, bool server_named, std::string_view queue,
+                                                 std::string_view vhost);
+
 // The arguments honoured with the queue's definition (x-message-ttl, x-dead-letter-exchange,
 // x-dead-letter-routing-key, x-delivery-limit, x-expires, x-single-active-consumer, x-max-length,
-// x-overflow) written into
-// `def`; x-dead-letter-strategy is
-// checked (dead-lettering is always at least once, which satisfies either value), and so is
-// x-queue-type (classic and quorum queues are alike here). False with
+// x-overflow, x-queue-type) written into `def`; x-dead-letter-strategy is
+// checked (dead-lettering is always at least once, which satisfies either value). False with
 // RabbitMQ's 406 "invalid arg" sentence in `refusal` for a value of the wrong type or range.
 bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, std::string_view vhost,
                           routing::name_rules names,

@@ -75,16 +75,42 @@ TEST_CASE("x-dead-letter-exchange is a name the naming mode accepts") {
   CHECK(refusal.find("headers exchange") != std::string::npos);
 }
 
-TEST_CASE("x-queue-type: classic and quorum are accepted, any other type is RabbitMQ's 406 invalid arg") {
+TEST_CASE("x-queue-type: classic and quorum are kept with the queue, any other type is RabbitMQ's 406 invalid arg") {
   std::string refusal;
-  for (const char* type : {"classic", "quorum"}) {
+  for (auto type : {routing::queue_type::classic, routing::queue_type::quorum}) {
     routing::queue_def def;
-    CHECK(broker::read_queue_arguments(arguments("x-queue-type", wire::field_value{std::string{type}}), "q", "/", hip,
-                                       def, refusal));
+    CHECK(broker::read_queue_arguments(arguments("x-queue-type", wire::field_value{std::string{routing::to_string(type)}}),
+                                       "q", "/", hip, def, refusal));
+    CHECK(def.declared_type == type);
   }
+  routing::queue_def none;
+  CHECK(broker::read_queue_arguments(wire::field_table{}, "q", "/", hip, none, refusal));
+  CHECK_FALSE(none.declared_type);
+  CHECK(none.type() == routing::queue_type::classic);
   for (auto bad : {wire::field_value{std::string{"lazy"}}, wire::field_value{std::int32_t{1}}}) {
     routing::queue_def def;
     CHECK_FALSE(broker::read_queue_arguments(arguments("x-queue-type", bad), "q", "/", hip, def, refusal));
     CHECK(refusal.find("invalid arg 'x-queue-type' for queue 'q' in vhost '/'") == 0);
   }
+}
+
+TEST_CASE("refused_by_queue_type: only a new quorum queue, in RabbitMQ 3.10's order") {
+  const auto quorum = arguments("x-queue-type", wire::field_value{std::string{"quorum"}});
+  CHECK_FALSE(broker::refused_by_queue_type(quorum, true, false, false, false, "q", "/"));
+  // Not quorum: nothing here (a classic queue may be anything; an odd type is read_queue_arguments').
+  for (const auto& other : {wire::field_table{}, arguments("x-queue-type", wire::field_value{std::string{"classic"}}),
+                            arguments("x-queue-type", wire::field_value{std::int32_t{1}})})
+    CHECK_FALSE(broker::refused_by_queue_type(other, false, true, true, true, "q", "/"));
+  CHECK(broker::refused_by_queue_type(quorum, false, true, true, false, "q", "/v") ==
+        "invalid property 'auto-delete' for queue 'q' in vhost '/v'");
+  CHECK(broker::refused_by_queue_type(quorum, false, true, false, false, "q", "/") ==
+        "invalid property 'exclusive-owner' for queue 'q' in vhost '/'");
+  CHECK(broker::refused_by_queue_type(quorum, false, false, false, false, "q", "/") ==
+        "invalid property 'non-durable' for queue 'q' in vhost '/'");
+  auto priority = quorum;
+  priority.entries.push_back({"x-max-priority", wire::field_value{std::int32_t{5}}});
+  CHECK(broker::refused_by_queue_type(priority, false, true, true, false, "q", "/") ==
+        "invalid arg 'x-max-priority' for queue 'q' in vhost '/' of queue type rabbit_quorum_queue");
+  CHECK(broker::refused_by_queue_type(priority, true, false, false, true, "amq.gen-x", "/") ==
+        "Cannot declare a server-named queue for type rabbit_quorum_queue");
 }
