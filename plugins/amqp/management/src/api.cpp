@@ -81,7 +81,7 @@ json queue_json(const std::string& vhost, const std::string& node, const routing
           {"effective_policy_definition", effective},
           {"exclusive_consumer_tag", nullptr},
           {"state", info ? "running" : "down"},
-          {"type", "classic"}};
+          {"type", std::string(routing::to_string(d.type()))}};
 }
 
 json exchange_json(const std::string& vhost, const std::string& name, const routing::exchange_def& d) {
@@ -464,7 +464,7 @@ std::optional<reply> api::node_reading(const reading& g) const {
   if (n == 1 && p[0] == "extensions") return json_reply(200, json::array());
   if (n == 1 && p[0] == "feature-flags") {
     return json_reply(200, json::array({{{"name", "quorum_queue"}, {"state", "enabled"}, {"stability", "stable"},
-                                         {"provided_by", "cloud"}, {"desc", "x-queue-type quorum is accepted"}},
+                                         {"provided_by", "cloud"}, {"desc", "x-queue-type quorum is kept with the queue"}},
                                         {{"name", "implicit_default_bindings"}, {"state", "enabled"},
                                          {"stability", "stable"}, {"provided_by", "cloud"},
                                          {"desc", "every queue is bound to the default exchange by its name"}}}));

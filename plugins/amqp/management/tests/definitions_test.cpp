@@ -71,6 +71,32 @@ TEST_CASE("definitions: what was exported imports back, entry for entry") {
   CHECK(into->queues[0].vhost == "prod");
 }
 
+TEST_CASE("definitions: a queue's x-queue-type is exported as declared, its default delivery limit not at all") {
+  routing::topology t;
+  routing::queue_def quorum;
+  quorum.durable = true;
+  quorum.declared_type = routing::queue_type::quorum;
+  t.put_queue("orders", quorum);
+  routing::queue_def named = routing::queue_def{};
+  named.durable = true;
+  named.declared_type = routing::queue_type::classic;
+  t.put_queue("named", named);
+  routing::queue_def plain;
+  plain.durable = true;
+  t.put_queue("plain", plain);
+  const auto file = export_definitions({{"/", t}}, "0.1.0", true);
+  REQUIRE(file["queues"].size() == 3);
+  CHECK(file["queues"][0]["name"] == "named");
+  CHECK(file["queues"][0]["arguments"] == json{{"x-queue-type", "classic"}});
+  CHECK(file["queues"][1]["name"] == "orders");
+  CHECK(file["queues"][1]["arguments"] == json{{"x-queue-type", "quorum"}});  // no x-delivery-limit: not declared
+  CHECK(file["queues"][2]["arguments"] == json::object());
+  std::string why;
+  auto defs = import_definitions(file, "/", why);
+  REQUIRE(defs);
+  CHECK(defs->queues[1].arguments["x-queue-type"] == "quorum");
+}
+
 TEST_CASE("definitions: users, permissions, parameters and exchange bindings are refused, by name") {
   std::string why;
   CHECK_FALSE(import_definitions(json{{"users", {{{"name", "u"}}}}}, std::nullopt, why));
