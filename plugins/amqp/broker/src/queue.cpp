@@ -137,8 +137,8 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
   if (current.single_active_consumer != wanted.single_active_consumer) {
     return mismatch("x-single-active-consumer", wanted.single_active_consumer, current.single_active_consumer);
   }
-  // RabbitMQ 3.10 takes a classic queue that named no type and 'classic' as one type, and shows
-  // an x-queue-type only one side named as a typed value against none.
+  // RabbitMQ 3.10 takes no type and 'classic' as one type; when only one side named a type, it
+  // shows that one as a typed value and the other as none.
   if (current.type() != wanted.type()) {
     auto shown = [&](const std::optional<routing::queue_type>& t) {
       if (!t) return std::string("none");
