@@ -74,9 +74,9 @@ class Base(unittest.TestCase):
         except Exception:  # a test may have broken the connection on purpose
             pass
 
-    def queue(self, durable=False):
+    def queue(self, durable=False, arguments=None):
         q = name("q")
-        self.ch.queue_declare(q, durable=durable)
+        self.ch.queue_declare(q, durable=durable, arguments=arguments)
         return q
 
 
@@ -317,7 +317,7 @@ class Settlement(Base):
         return got[0]
 
     def test_unacked_comes_back_redelivered_after_channel_close(self):
-        q = self.queue()
+        q = self.queue(durable=True, arguments={"x-queue-type": "quorum"})  # x-delivery-count is a quorum queue's
         self.ch.basic_publish("", q, b"m")
         first = self.one(q)
         self.assertFalse(first[0].redelivered)

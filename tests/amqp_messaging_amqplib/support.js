@@ -48,8 +48,8 @@ async function open(t, options) {
   return { conn, ch: await channel(conn, options) };
 }
 
-async function queue(ch, prefix = 'q') {
-  const { queue: q } = await ch.assertQueue(name(prefix));
+async function queue(ch, prefix = 'q', args = undefined) {
+  const { queue: q } = await ch.assertQueue(name(prefix), { arguments: args });
   return q;
 }
 

@@ -24,8 +24,8 @@ function step(done, fn) {
   };
 }
 
-function freshQueue(ch, suffix, key, callback) {
-  ch.assertQueue(report.name(suffix), { durable: true }, step(callback, ({ queue }) => {
+function freshQueue(ch, suffix, key, callback, args) {
+  ch.assertQueue(report.name(suffix), { durable: true, arguments: args }, step(callback, ({ queue }) => {
     ch.purgeQueue(queue, step(callback, () => {
       if (!key) return callback(null, queue);
       ch.bindQueue(queue, EXCHANGE, key, {}, step(callback, () => callback(null, queue)));
@@ -137,6 +137,7 @@ function consumePrefetchAck(conn, done) {
 
 function nackRequeue(conn, done) {
   conn.createConfirmChannel(step(done, (ch) => {
+    // A quorum queue: x-delivery-count is a quorum queue's (RabbitMQ's classic queues never add it).
     freshQueue(ch, 'nack', null, step(done, (queue) => {
       ch.sendToQueue(queue, Buffer.from('again'));
       ch.waitForConfirms(step(done, () => {
@@ -148,7 +149,7 @@ function nackRequeue(conn, done) {
           ch.close(done);
         }));
       }));
-    }));
+    }), { 'x-queue-type': 'quorum' });
   }));
 }
 

@@ -11,8 +11,8 @@ const {
 const report = new Report('amqplib_promise');
 const EXCHANGE = report.name('topic');
 
-async function freshQueue(ch, suffix, key) {
-  const { queue } = await ch.assertQueue(report.name(suffix), { durable: true });
+async function freshQueue(ch, suffix, key, args) {
+  const { queue } = await ch.assertQueue(report.name(suffix), { durable: true, arguments: args });
   await ch.purgeQueue(queue);
   if (key) await ch.bindQueue(queue, EXCHANGE, key);
   return queue;
@@ -96,7 +96,8 @@ async function consumePrefetchAck(conn) {
 
 async function nackRequeue(conn) {
   const ch = await conn.createConfirmChannel();
-  const queue = await freshQueue(ch, 'nack');
+  // A quorum queue: x-delivery-count is a quorum queue's (RabbitMQ's classic queues never add it).
+  const queue = await freshQueue(ch, 'nack', null, { 'x-queue-type': 'quorum' });
   ch.sendToQueue(queue, Buffer.from('again'));
   await ch.waitForConfirms();
   const seen = await consume(ch, queue, 2, (c, m, all) => (all.length === 1 ? c.nack(m, false, true) : c.ack(m)));

@@ -16,9 +16,9 @@ const rabbit = new Connection({ url: URL, retryLow: 100, retryHigh: 1000 });
 rabbit.on('error', (err) => console.error(`connection error: ${err.message}`));
 rabbit.on('connection', () => console.error('connection (re)established'));
 
-async function freshQueue(suffix, routingKey) {
+async function freshQueue(suffix, routingKey, args) {
   const queue = report.name(suffix);
-  await rabbit.queueDeclare({ queue, durable: true });
+  await rabbit.queueDeclare({ queue, durable: true, arguments: args });
   await rabbit.queuePurge({ queue });
   if (routingKey) await rabbit.queueBind({ queue, exchange: EXCHANGE, routingKey });
   return queue;
@@ -27,10 +27,10 @@ async function freshQueue(suffix, routingKey) {
 // A Consumer (of a durable queue: it declares its queue) whose handler(msg, seen) decides each
 // message's status; resolves with the messages once `count` arrived (and the consumer closed).
 // A failed assertion in the handler fails it.
-function consumeUntil(props, count, handler) {
+function consumeUntil(props, count, handler, args) {
   return new Promise((resolve, reject) => {
     const seen = [];
-    const sub = rabbit.createConsumer({ ...props, queueOptions: { durable: true } }, (msg) => {
+    const sub = rabbit.createConsumer({ ...props, queueOptions: { durable: true, arguments: args } }, (msg) => {
       seen.push(msg);
       let status;
       try {
@@ -106,12 +106,14 @@ async function consumePrefetchAck() {
 }
 
 async function nackRequeue() {
-  const queue = await freshQueue('nack');
+  // A quorum queue: x-delivery-count is a quorum queue's (RabbitMQ's classic queues never add it).
+  const quorum = { 'x-queue-type': 'quorum' };
+  const queue = await freshQueue('nack', null, quorum);
   const pub = rabbit.createPublisher({ confirm: true });
   await pub.send(queue, 'again');
   await pub.close();
   const seen = await consumeUntil({ queue, qos: { prefetchCount: 1 } }, 2,
-    (msg, all) => (all.length === 1 ? ConsumerStatus.REQUEUE : ConsumerStatus.ACK));
+    (msg, all) => (all.length === 1 ? ConsumerStatus.REQUEUE : ConsumerStatus.ACK), quorum);
   assert.deepEqual(seen.map((m) => [m.redelivered, m.body]), [[false, 'again'], [true, 'again']],
     '(redelivered, body) of the delivery and its redelivery');
   assert.equal(seen[1].headers?.['x-delivery-count'], 1, 'x-delivery-count of the redelivery');

@@ -50,9 +50,9 @@ def consume(conn, ch, queue, count, on_message):
     return seen
 
 
-def fresh_queue(ch, suffix, key=None):
+def fresh_queue(ch, suffix, key=None, arguments=None):
     queue = report.name(suffix)
-    ch.queue_declare(queue, durable=True)
+    ch.queue_declare(queue, durable=True, arguments=arguments)
     ch.queue_purge(queue)
     if key:
         ch.queue_bind(queue, EXCHANGE, routing_key=key)
@@ -112,7 +112,8 @@ def consume_prefetch_ack(conn):
 
 def nack_requeue(conn):
     ch = confirmed_channel(conn)
-    queue = fresh_queue(ch, "nack")
+    # A quorum queue: x-delivery-count is a quorum queue's (RabbitMQ's classic queues never add it).
+    queue = fresh_queue(ch, "nack", arguments={"x-queue-type": "quorum"})
     ch.basic_publish("", queue, b"again")
 
     def on_message(channel, method, seen):
