@@ -189,6 +189,11 @@ class QuorumQueuesAsRabbitMQ(unittest.TestCase):
         self.assertEqual(run(returned_until_gone, CLOUD.amqp_port), {"deliveries": 21, "dead-lettered": ["delivery_limit"]})
         self.assertEqual(run(returned_until_gone, RABBITMQ.amqp_port)["deliveries"], 25)
 
+    def test_f_a_delivery_limit_of_minus_one_is_rabbitmq_4s_no_limit(self):
+        # RabbitMQ 4's way back to 3.10's unbounded returns; 3.10 itself keeps returning too.
+        self.assertEqual(run(lambda s: returned_until_gone(s, limit=-1), CLOUD.amqp_port),
+                         {"deliveries": 25, "dead-lettered": []})
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -117,6 +117,13 @@ std::string text(const std::optional<routing::overflow_mode>& m) {
   return m ? std::string(routing::to_string(*m)) : std::string("none");
 }
 
+// x-delivery-limit as declared: a count, -1 (no limit), or none.
+std::optional<std::string> delivery_limit_of(const routing::queue_def& d) {
+  if (d.unlimited_deliveries) return "-1";
+  if (d.delivery_limit) return std::to_string(*d.delivery_limit);
+  return std::nullopt;
+}
+
 bool equivalent(channel_context& ctx, const std::string& name, const routing::queue_def& current,
                 const routing::queue_def& wanted) {
   static constexpr auto key = wire::queue_declare::key;
@@ -162,7 +169,7 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
   return !differs("x-message-ttl", wanted.message_ttl, current.message_ttl) &&
          !differs("x-dead-letter-exchange", dlx(wanted), dlx(current)) &&
          !differs("x-dead-letter-routing-key", dlrk(wanted), dlrk(current)) &&
-         !differs("x-delivery-limit", wanted.delivery_limit, current.delivery_limit) &&
+         !differs("x-delivery-limit", delivery_limit_of(wanted), delivery_limit_of(current)) &&
          !differs("x-expires", wanted.expires, current.expires) &&
          !differs("x-max-length", wanted.max_length, current.max_length) &&
          !differs("x-overflow", wanted.overflow, current.overflow);

@@ -81,7 +81,14 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
       auto n = wire::integer_of(entry.value);
       if (!n) return invalid(name, std::string("the value is not an integer; give a count, e.g. ") +
                                        (ms ? "60000 (milliseconds)" : "5"));
-      if (*n < 0) return invalid(name, "the value is negative; give a count of 0 or more");
+      // RabbitMQ 4 reads a delivery limit of -1 as none, which undoes a quorum queue's default.
+      if (*n == -1 && name == "x-delivery-limit") {
+        def.unlimited_deliveries = true;
+        continue;
+      }
+      if (*n < 0)
+        return invalid(name, name == "x-delivery-limit" ? "the value is negative; give a count of 0 or more, or -1 for no limit"
+                                                        : "the value is negative; give a count of 0 or more");
       if (*n == 0 && name == "x-expires")
         return invalid(name, "the value is zero; give the milliseconds an unused queue stays, 1 or more");
       auto& field = name == "x-message-ttl"  ? def.message_ttl

@@ -114,3 +114,17 @@ TEST_CASE("refused_by_queue_type: only a new quorum queue, in RabbitMQ 3.10's or
   CHECK(broker::refused_by_queue_type(priority, true, false, false, true, "amq.gen-x", "/") ==
         "Cannot declare a server-named queue for type rabbit_quorum_queue");
 }
+
+TEST_CASE("x-delivery-limit -1 is RabbitMQ 4's no limit; another negative is 406 naming both choices") {
+  routing::queue_def def;
+  std::string refusal;
+  REQUIRE(broker::read_queue_arguments(arguments("x-delivery-limit", wire::field_value{std::int32_t{-1}}), "q", "/", hip,
+                                       def, refusal));
+  CHECK(def.unlimited_deliveries);
+  CHECK_FALSE(def.delivery_limit);
+  routing::queue_def bad;
+  CHECK_FALSE(broker::read_queue_arguments(arguments("x-delivery-limit", wire::field_value{std::int32_t{-2}}), "q", "/",
+                                           hip, bad, refusal));
+  CHECK(refusal.find("invalid arg 'x-delivery-limit' for queue 'q'") == 0);
+  CHECK(refusal.find("or -1 for no limit") != std::string::npos);
+}

@@ -149,6 +149,7 @@ json queue_arguments(const routing::queue_def& d) {
     if (d.dead_letter->routing_key) a["x-dead-letter-routing-key"] = *d.dead_letter->routing_key;
   }
   if (d.delivery_limit) a["x-delivery-limit"] = *d.delivery_limit;
+  if (d.unlimited_deliveries) a["x-delivery-limit"] = -1;
   if (d.expires) a["x-expires"] = *d.expires;
   if (d.single_active_consumer) a["x-single-active-consumer"] = true;
   if (d.max_length) a["x-max-length"] = *d.max_length;

@@ -153,7 +153,7 @@ bool topology::settle_queue(std::string_view name, queue_def declared) {
   std::optional<queue_def> kept;  // what was declared, where the policy changed it
   queue_def working = applied ? with_policy(declared, applied->second->rules) : declared;
   // RabbitMQ 4 bounds a quorum queue's redeliveries even when nothing set a limit.
-  if (working.type() == queue_type::quorum && !working.delivery_limit)
+  if (working.type() == queue_type::quorum && !working.delivery_limit && !working.unlimited_deliveries)
     working.delivery_limit = quorum_default_delivery_limit;
   if (working != declared) kept = std::move(declared);
   auto it = queues_.find(name);

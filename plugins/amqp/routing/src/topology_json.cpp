@@ -144,6 +144,7 @@ std::string encode_queue(const queue_def& def) {
     value["dead_letter"] = std::move(target);
   }
   if (def.delivery_limit) value["delivery_limit"] = *def.delivery_limit;
+  if (def.unlimited_deliveries) value["delivery_limit"] = -1;
   if (def.expires) value["expires"] = *def.expires;
   if (def.single_active_consumer) value["single_active_consumer"] = true;
   if (def.max_length) value["max_length"] = *def.max_length;
@@ -207,6 +208,10 @@ wire::result<queue_def> parse_queue(std::string_view text) {
   for (auto [member, field] : {std::pair{"delivery_limit", &queue_def::delivery_limit}, std::pair{"expires", &queue_def::expires},
                                std::pair{"max_length", &queue_def::max_length}}) {
     if (auto count = value->find(member); count != value->end()) {
+      if (field == &queue_def::delivery_limit && count->is_number_integer() && count->get<std::int64_t>() == -1) {
+        def.unlimited_deliveries = true;
+        continue;
+      }
       if (!count->is_number_unsigned()) return malformed("queue", "\"" + std::string(member) + "\" is not a count");
       def.*field = count->get<std::uint64_t>();
     }

@@ -193,3 +193,15 @@ TEST_CASE("a quorum queue that sets no delivery limit works with RabbitMQ 4's 20
   CHECK(t.find_queue("q.default")->delivery_limit == quorum_default_delivery_limit);
   CHECK(t.find_queue("q.default")->message_ttl == 1000u);
 }
+
+TEST_CASE("a quorum queue with x-delivery-limit -1 has no default limit; a policy's limit still applies") {
+  topology t;
+  queue_def unlimited;
+  unlimited.durable = true;
+  unlimited.declared_type = queue_type::quorum;
+  unlimited.unlimited_deliveries = true;
+  t.put_queue("q.unlimited", unlimited);
+  CHECK_FALSE(t.find_queue("q.unlimited")->delivery_limit);
+  put_policy(t, "retries", R"({"pattern":"^q\\.","definition":{"delivery-limit":7}})");
+  CHECK(t.find_queue("q.unlimited")->delivery_limit == 7u);
+}

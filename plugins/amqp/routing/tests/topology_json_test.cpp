@@ -112,7 +112,7 @@ TEST_CASE("a dead-letter target, a delivery limit and an expiry round-trip, omit
   for (std::string_view bad : {R"({"durable":true,"dead_letter":"dlx"})", R"({"durable":true,"dead_letter":{}})",
                                R"({"durable":true,"dead_letter":{"exchange":1}})",
                                R"({"durable":true,"dead_letter":{"exchange":"x","routing_key":2}})",
-                               R"({"durable":true,"delivery_limit":-1})", R"({"durable":true,"delivery_limit":"3"})",
+                               R"({"durable":true,"delivery_limit":-3})", R"({"durable":true,"delivery_limit":"3"})",
                                R"({"durable":true,"expires":-1})", R"({"durable":true,"expires":"1s"})"}) {
     CAPTURE(bad);
     auto q = parse_queue(bad);
@@ -201,4 +201,15 @@ TEST_CASE("the declared x-queue-type round-trips; a value without one is a class
     REQUIRE_FALSE(q);
     CHECK(q.error().text.find("\"type\" is not classic or quorum") != std::string::npos);
   }
+}
+
+TEST_CASE("an unlimited delivery limit (x-delivery-limit -1) round-trips as -1") {
+  queue_def def{true, false, false, {}};
+  def.declared_type = queue_type::quorum;
+  def.unlimited_deliveries = true;
+  CHECK(encode_queue(def) == R"({"delivery_limit":-1,"durable":true,"type":"quorum"})");
+  auto back = parse_queue(encode_queue(def));
+  REQUIRE(back);
+  CHECK(*back == def);
+  CHECK_FALSE(parse_queue(R"({"durable":true,"delivery_limit":-2})"));
 }

@@ -86,6 +86,9 @@ struct queue_def {
   // x-delivery-limit: how many times a message may be returned to the queue before it is
   // dead-lettered (or dropped) instead of delivered again.
   std::optional<std::uint64_t> delivery_limit{};
+  // x-delivery-limit -1, RabbitMQ 4's way to say "no limit": a quorum queue's default does not
+  // apply (a policy's limit still does).
+  bool unlimited_deliveries = false;
   // x-expires: the queue is deleted once nothing used it for this many milliseconds.
   std::optional<std::uint64_t> expires{};
   // x-single-active-consumer: one consumer at a time receives (a pinned group on the bus).
