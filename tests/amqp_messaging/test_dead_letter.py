@@ -236,7 +236,7 @@ class Arguments(DeadLetterCase):
                      "routing_key_but_no_dlx_defined")
         self.refused({"x-dead-letter-exchange": "a.b"}, prefix % "x-dead-letter-exchange", "holds '.'")
         self.refused({"x-delivery-limit": "3"}, prefix % "x-delivery-limit", "not an integer")
-        self.refused({"x-delivery-limit": -1}, prefix % "x-delivery-limit", "negative")
+        self.refused({"x-delivery-limit": -2}, prefix % "x-delivery-limit", "negative")
         self.refused({"x-dead-letter-exchange": self.dlx, "x-dead-letter-strategy": "sometimes"},
                      prefix % "x-dead-letter-strategy")
 
