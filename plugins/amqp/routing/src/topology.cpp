@@ -239,10 +239,17 @@ std::optional<overflow_mode> parse_overflow(std::string_view text) {
   return std::nullopt;
 }
 
-std::string_view to_string(queue_type type) { return type == queue_type::quorum ? "quorum" : "classic"; }
+std::string_view to_string(queue_type type) {
+  switch (type) {
+    case queue_type::quorum: return "quorum";
+    case queue_type::stream: return "stream";
+    case queue_type::classic: break;
+  }
+  return "classic";
+}
 
 std::optional<queue_type> parse_queue_type(std::string_view text) {
-  for (auto type : {queue_type::classic, queue_type::quorum})
+  for (auto type : {queue_type::classic, queue_type::quorum, queue_type::stream})
     if (text == to_string(type)) return type;
   return std::nullopt;
 }

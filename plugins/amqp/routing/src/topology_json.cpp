@@ -150,6 +150,8 @@ std::string encode_queue(const queue_def& def) {
   if (def.max_length) value["max_length"] = *def.max_length;
   if (def.overflow) value["overflow"] = to_string(*def.overflow);
   if (def.declared_type) value["type"] = to_string(*def.declared_type);
+  if (def.max_age) value["max_age"] = *def.max_age;
+  if (def.max_length_bytes) value["max_length_bytes"] = *def.max_length_bytes;
   if (!def.retired.empty()) {
     json retired = json::array();
     for (const auto& r : def.retired) {
@@ -206,7 +208,8 @@ wire::result<queue_def> parse_queue(std::string_view text) {
     }
   }
   for (auto [member, field] : {std::pair{"delivery_limit", &queue_def::delivery_limit}, std::pair{"expires", &queue_def::expires},
-                               std::pair{"max_length", &queue_def::max_length}}) {
+                               std::pair{"max_length", &queue_def::max_length},
+                               std::pair{"max_length_bytes", &queue_def::max_length_bytes}}) {
     if (auto count = value->find(member); count != value->end()) {
       if (field == &queue_def::delivery_limit && count->is_number_integer() && count->get<std::int64_t>() == -1) {
         def.unlimited_deliveries = true;
@@ -223,8 +226,12 @@ wire::result<queue_def> parse_queue(std::string_view text) {
   }
   if (auto type = value->find("type"); type != value->end()) {
     auto parsed = type->is_string() ? parse_queue_type(type->get<std::string>()) : std::nullopt;
-    if (!parsed) return malformed("queue", "\"type\" is not classic or quorum");
+    if (!parsed) return malformed("queue", "\"type\" is not classic, quorum or stream");
     def.declared_type = *parsed;
+  }
+  if (auto age = value->find("max_age"); age != value->end()) {
+    if (!age->is_string()) return malformed("queue", "\"max_age\" is not a string");
+    def.max_age = age->get<std::string>();
   }
   if (auto single = value->find("single_active_consumer"); single != value->end()) {
     if (!single->is_boolean()) return malformed("queue", "\"single_active_consumer\" is not a boolean");

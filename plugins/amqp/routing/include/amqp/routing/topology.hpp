@@ -63,10 +63,11 @@ enum class overflow_mode { drop_head, reject_publish, reject_publish_dlx };
 std::string_view to_string(overflow_mode mode);
 std::optional<overflow_mode> parse_overflow(std::string_view text);
 
-// x-queue-type: the RabbitMQ queue types a declaration may name (stream is refused). Both are a
-// consumer of the stream; a quorum queue differs where RabbitMQ's does: its redeliveries carry
-// x-delivery-count, it has a default delivery limit, and some declarations are refused.
-enum class queue_type { classic, quorum };
+// x-queue-type: the RabbitMQ queue types a declaration may name. Each is a consumer of the stream;
+// a quorum queue differs where RabbitMQ's does: its redeliveries carry x-delivery-count, it has a
+// default delivery limit, and some declarations are refused. A stream queue's consumer feeds a
+// JetStream stream of its own, which its AMQP consumers read without taking messages away.
+enum class queue_type { classic, quorum, stream };
 std::string_view to_string(queue_type type);
 std::optional<queue_type> parse_queue_type(std::string_view text);
 
@@ -100,6 +101,10 @@ struct queue_def {
   // x-queue-type as declared; absent when the declaration named none. Kept apart from an explicit
   // 'classic' because RabbitMQ words a redeclaration's inequivalence differently for the two.
   std::optional<queue_type> declared_type{};
+  // A stream queue's retention (x-max-age as declared, e.g. "7D"; x-max-length-bytes): what its
+  // own stream keeps.
+  std::optional<std::string> max_age{};
+  std::optional<std::uint64_t> max_length_bytes{};
   queue_type type() const { return declared_type.value_or(queue_type::classic); }
   // Some route applies to only part of the stream (an `after`, or a retired binding).
   bool windowed() const;
