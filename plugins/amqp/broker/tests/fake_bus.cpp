@@ -434,6 +434,28 @@ std::shared_ptr<bus::puller> fake_bus::make_puller(const std::string& queue, boo
                                        std::move(callbacks), priority);
 }
 
+bus::bus_result<bus::stream_state> fake_bus::queue_stream_state(const std::string& queue) {
+  auto it = queue_streams_.find(queue);
+  if (it == queue_streams_.end()) return bus::bus_error{"no stream for queue " + queue, 0, bus::bus_errc::not_found};
+  const auto n = it->second.msg_ids.size();
+  return bus::stream_state{n, n == 0 ? std::uint64_t{0} : std::uint64_t{1}, n};
+}
+
+void fake_bus::publish_to_queue_stream(const std::string& queue, std::string msg_id, std::string, std::string,
+                                       std::string, boost::asio::any_io_executor ex,
+                                       std::function<void(bus::bus_status)> done) {
+  queue_streams_[queue].msg_ids.push_back(std::move(msg_id));
+  boost::asio::post(ex, [done = std::move(done)] { done(bus::bus_ok()); });
+}
+
+// A reader's puller on no queue of the fake's: its requests stay open and bring nothing.
+std::shared_ptr<bus::puller> fake_bus::make_stream_puller(const std::string& queue, const std::string& reader,
+                                                          boost::asio::any_io_executor ex,
+                                                          bus::puller_callbacks callbacks) {
+  return std::make_shared<fake_puller>(std::static_pointer_cast<fake_bus>(shared_from_this()),
+                                       "~stream-" + queue + "-" + reader, std::move(ex), std::move(callbacks), 0);
+}
+
 std::shared_ptr<bus::direct_subscription> fake_bus::subscribe_direct(const std::string&, boost::asio::any_io_executor,
                                                                      std::function<void(bus::delivery)>) {
   return std::make_shared<bus::direct_subscription>();

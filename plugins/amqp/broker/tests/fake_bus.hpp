@@ -142,6 +142,31 @@ class fake_bus final : public bus::client {
   std::shared_ptr<bus::puller> make_puller(const std::string& queue, boost::asio::any_io_executor ex,
                                            bus::puller_callbacks callbacks, bus::queue_sharing sharing,
                                            int priority) override;
+  // Stream queues: their streams are kept (limits and copies) for tests to look at; readers read nothing.
+  bus::bus_status ensure_queue_stream(const std::string& queue, const bus::stream_limits& limits) override {
+    queue_streams_[queue].limits = limits;
+    return bus::bus_ok();
+  }
+  bus::bus_status delete_queue_stream(const std::string& queue) override {
+    queue_streams_.erase(queue);
+    return bus::bus_ok();
+  }
+  bus::bus_result<bus::stream_state> queue_stream_state(const std::string& queue) override;
+  void publish_to_queue_stream(const std::string& queue, std::string msg_id, std::string amqp_props_b64,
+                               std::string body, std::string routed_as, boost::asio::any_io_executor ex,
+                               std::function<void(bus::bus_status)> done) override;
+  bus::bus_result<std::string> create_stream_reader(const std::string&, const bus::stream_start&) override {
+    return std::string("reader");
+  }
+  bus::bus_status delete_stream_reader(const std::string&, const std::string&) override { return bus::bus_ok(); }
+  std::shared_ptr<bus::puller> make_stream_puller(const std::string& queue, const std::string& reader,
+                                                  boost::asio::any_io_executor ex,
+                                                  bus::puller_callbacks callbacks) override;
+  struct queue_stream {
+    bus::stream_limits limits;
+    std::vector<std::string> msg_ids;  // what was copied into it, in order
+  };
+  const std::map<std::string, queue_stream>& queue_streams() const { return queue_streams_; }
   void ack(const std::string& reply) override { settle(reply, settlement::kind::ack); }
   void nak(const std::string& reply) override { settle(reply, settlement::kind::nak); }
   void term(const std::string& reply) override { settle(reply, settlement::kind::term); }
@@ -155,6 +180,7 @@ class fake_bus final : public bus::client {
 
  private:
   friend class fake_puller;
+  std::map<std::string, queue_stream> queue_streams_;
 
   struct message {
     std::string subject;

@@ -86,6 +86,10 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
  public:
   puller_impl(std::weak_ptr<client_impl> owner, std::string queue, boost::asio::any_io_executor ex,
               puller_callbacks callbacks, queue_sharing sharing, int priority);
+  // A reader of a stream queue's own stream: `queue` is the reader's consumer there (ack policy
+  // none), so nothing it brings is held, settled or handed back.
+  puller_impl(std::weak_ptr<client_impl> owner, std::string stream, std::string reader,
+              boost::asio::any_io_executor ex, puller_callbacks callbacks);
   ~puller_impl() override;
   bus_status start();
   void request(std::uint32_t batch, std::chrono::milliseconds expires) override;
@@ -112,6 +116,7 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
     std::string queue;
     std::uint32_t generation = 0;
     subscription_ptr sub;
+    bool settles = true;
   };
   struct inbox_count {
     std::uint32_t asked = 0;  // asked through this inbox, neither arrived nor reported unfilled
@@ -162,6 +167,8 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   queue_sharing sharing_;
   int priority_;                    // all_consumers: its requests' consumer priority
   std::shared_ptr<pin_lease> pin_;  // single_active only
+  std::string stream_ = stream_name;  // the stream its consumer is on
+  bool settles_ = true;               // false: a stream reader's deliveries need no settlement
 };
 
 class client_impl final : public client {
@@ -242,6 +249,17 @@ class client_impl final : public client {
 
   std::shared_ptr<puller> make_puller(const std::string& queue, boost::asio::any_io_executor ex,
                                       puller_callbacks callbacks, queue_sharing sharing, int priority) override;
+
+  bus_status ensure_queue_stream(const std::string& queue, const stream_limits& limits) override;
+  bus_status delete_queue_stream(const std::string& queue) override;
+  bus_result<stream_state> queue_stream_state(const std::string& queue) override;
+  void publish_to_queue_stream(const std::string& queue, std::string msg_id, std::string amqp_props_b64,
+                               std::string body, std::string routed_as, boost::asio::any_io_executor ex,
+                               std::function<void(bus_status)> done) override;
+  bus_result<std::string> create_stream_reader(const std::string& queue, const stream_start& start) override;
+  bus_status delete_stream_reader(const std::string& queue, const std::string& reader) override;
+  std::shared_ptr<puller> make_stream_puller(const std::string& queue, const std::string& reader,
+                                             boost::asio::any_io_executor ex, puller_callbacks callbacks) override;
   void ack(const std::string& reply) override;
   void nak(const std::string& reply) override;
   void term(const std::string& reply) override;
@@ -263,8 +281,9 @@ class client_impl final : public client {
   // Publishes a pull request for `queue` answered on `reply`. False when it cannot be sent.
   // `pin` set: the request is in the queue's pinned group, carrying that pin ("" none yet);
   // otherwise it waits with consumer priority `priority` (a no-wait one with the highest).
-  bool publish_pull(const std::string& queue, const std::string& reply, std::uint32_t batch,
-                    std::chrono::milliseconds expires, const std::optional<std::string>& pin, int priority);
+  bool publish_pull(const std::string& stream, const std::string& queue, const std::string& reply,
+                    std::uint32_t batch, std::chrono::milliseconds expires, const std::optional<std::string>& pin,
+                    int priority);
   // Blocking. A pull request of the queue's pinned group that no message fits: it renews `pin`
   // (false when the server says the pin is no longer that puller's), or, with "", only makes
   // the server look at the queue's requests again.

@@ -57,6 +57,15 @@ void publisher::publish(std::uint64_t id, std::string subject, std::string amqp_
                       std::move(ex), std::move(done), {}, {}, {}, {}});
 }
 
+void publisher::publish_identified(std::uint64_t id, std::string subject, std::string msg_id,
+                                   std::string amqp_props_b64, std::string body, std::string routed_as,
+                                   boost::asio::any_io_executor ex, std::function<void(bus_status)> done) {
+  pending p{std::move(subject), std::move(amqp_props_b64), std::move(body), std::move(routed_as), {},
+            std::move(ex), std::move(done), {}, {}, {}, {}};
+  p.msg_id = std::move(msg_id);
+  enqueue(id, std::move(p));
+}
+
 void publisher::publish_scheduled(std::uint64_t id, std::string subject, schedule when, std::string amqp_props_b64,
                                   std::string body, boost::asio::any_io_executor ex,
                                   std::function<void(bus_status)> done) {
@@ -137,7 +146,11 @@ bus_status publisher::send_locked(std::uint64_t id, pending& p) {
   if (s == NATS_OK && !p.routed_as.empty()) s = natsMsgHeader_Set(msg.get(), routed_as_header, p.routed_as.c_str());
   if (s == NATS_OK && scheduled) s = natsMsgHeader_Set(msg.get(), "Nats-Schedule", ("@at " + p.when.at).c_str());
   if (s == NATS_OK && scheduled) s = natsMsgHeader_Set(msg.get(), "Nats-Schedule-Target", p.subject.c_str());
-  if (s == NATS_OK && settings_.retry) s = natsMsgHeader_Set(msg.get(), "Nats-Msg-Id", unique);
+  if (s == NATS_OK && !p.msg_id.empty()) {
+    s = natsMsgHeader_Set(msg.get(), "Nats-Msg-Id", p.msg_id.c_str());
+  } else if (s == NATS_OK && settings_.retry) {
+    s = natsMsgHeader_Set(msg.get(), "Nats-Msg-Id", unique);
+  }
   if (s == NATS_OK) s = parts_.send(via.conn, msg.get());
   p.sent_at = parts_.now();
   if (p.first_sent_at == clock::time_point{}) p.first_sent_at = p.sent_at;

@@ -70,6 +70,11 @@ class publisher : public std::enable_shared_from_this<publisher> {
 
   void publish(std::uint64_t id, std::string subject, std::string amqp_props_b64, std::string body,
                std::string routed_as, boost::asio::any_io_executor ex, std::function<void(bus_status)> done);
+  // A publish carrying its own Nats-Msg-Id (client::publish_to_queue_stream): the stream stores
+  // it once within its duplicate window, however often it is sent, by this or another process.
+  void publish_identified(std::uint64_t id, std::string subject, std::string msg_id, std::string amqp_props_b64,
+                          std::string body, std::string routed_as, boost::asio::any_io_executor ex,
+                          std::function<void(bus_status)> done);
   // A message schedule (client::publish_delayed): stored under `prefix` + "." + the publish's own
   // id, delivered to `subject` at `at` (RFC 3339, UTC).
   struct schedule {
@@ -105,6 +110,7 @@ class publisher : public std::enable_shared_from_this<publisher> {
     clock::time_point retry_at{};  // set: send again then
     msg_ptr msg;                   // kept for a retry while retries are on
     bool at_once = false;          // sent on at_once_.conn, answered on its inbox
+    std::string msg_id{};          // set: the Nats-Msg-Id the caller chose
   };
 
   void complete(std::uint64_t id, bus_status status);

@@ -1,4 +1,5 @@
-// Pull requests (`$JS.API.CONSUMER.MSG.NEXT.AMQP.<queue>`) answered on the puller's own inbox.
+// Pull requests (`$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>`: a queue's on AMQP, a stream
+// queue reader's on the queue's own stream) answered on the puller's own inbox.
 // Replies are posted to the owner's executor, never handled on nats threads.
 //
 // JetStream has no call that cancels a pull request: a request ends when it is filled, when it
@@ -97,6 +98,18 @@ puller_impl::puller_impl(std::weak_ptr<client_impl> owner, std::string queue, bo
       priority_(priority),
       pin_(sharing == queue_sharing::single_active ? std::make_shared<pin_lease>(owner_, queue_, ex) : nullptr) {}
 
+puller_impl::puller_impl(std::weak_ptr<client_impl> owner, std::string stream, std::string reader,
+                         boost::asio::any_io_executor ex, puller_callbacks callbacks)
+    : owner_(std::move(owner)),
+      queue_(std::move(reader)),
+      ex_(ex),
+      callbacks_(std::move(callbacks)),
+      watchdog_(ex),
+      sharing_(queue_sharing::all_consumers),
+      priority_(lowest_consumer_priority),
+      stream_(std::move(stream)),
+      settles_(false) {}
+
 // Its subscription is drained, not dropped: what the server already sent still reaches the
 // closure, which hands it back to the queue.
 puller_impl::~puller_impl() { drain_current(); }
@@ -111,7 +124,7 @@ bus_status puller_impl::subscribe() {
   if (natsStatus s = natsInbox_Create(&raw_inbox); s != NATS_OK) return nats_failure(step, s);
   inbox_ptr inbox{raw_inbox};
   const std::uint32_t generation = generation_ + 1;
-  auto box = std::make_shared<inbox_box>(inbox_box{weak_from_this(), owner_, queue_, generation, nullptr});
+  auto box = std::make_shared<inbox_box>(inbox_box{weak_from_this(), owner_, queue_, generation, nullptr, settles_});
   auto* closure = new std::shared_ptr<inbox_box>(box);
   natsSubscription* sub = nullptr;
   natsStatus s = natsConnection_Subscribe(&sub, owner->pull_connection(), inbox.get(), &puller_impl::on_msg, closure);
@@ -168,7 +181,8 @@ void puller_impl::send(const wanted& w) {
   if (!current_ && owner) (void)subscribe();  // a rotation that could not subscribe: try again
   std::optional<std::string> pin;
   if (pin_) pin = pin_->pin();
-  const bool sent = owner && current_ && owner->publish_pull(queue_, inbox_, w.batch, w.expires, pin, priority_);
+  const bool sent =
+      owner && current_ && owner->publish_pull(stream_, queue_, inbox_, w.batch, w.expires, pin, priority_);
   if (!sent) {
     // Reported from the executor, not from inside request(): the caller is mid-decision.
     asked_ -= w.batch;
@@ -192,13 +206,13 @@ void puller_impl::on_msg(natsConnection*, natsSubscription*, natsMsg* raw, void*
   const auto* box = static_cast<std::shared_ptr<inbox_box>*>(closure)->get();
   auto owner = box->owner.lock();
   arrival a = read_arrival(msg.get());
-  if (a.message && owner) owner->note_held(box->queue, a.message->reply, a.message->stream_seq);
+  if (a.message && owner && box->settles) owner->note_held(box->queue, a.message->reply, a.message->stream_seq);
   if (auto p = box->puller.lock()) {
     const auto ex = p->ex_;
     boost::asio::post(ex, [p = std::move(p), generation = box->generation, a = std::move(a)]() mutable {
       p->handle(generation, std::move(a));
     });
-  } else if (a.message && owner) {
+  } else if (a.message && owner && box->settles) {
     owner->nak(a.message->reply);  // nobody to give it to: back to the queue at once
   }
   if (owner) owner->release_msg(std::move(msg));
@@ -217,7 +231,7 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
   if (a.message) {
     if (count == counts_.end() || count->second.asked == 0 || stopped_) {
       // More than was asked for (never expected): it must not exceed the caller's credit.
-      if (auto owner = owner_.lock()) owner->nak(a.message->reply);
+      if (auto owner = owner_.lock(); owner && settles_) owner->nak(a.message->reply);
       return;
     }
     --count->second.asked;
@@ -227,7 +241,7 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
     no_wait_open_ = false;
     if (callbacks_.on_delivery) {
       callbacks_.on_delivery(std::move(*a.message));
-    } else if (auto owner = owner_.lock()) {
+    } else if (auto owner = owner_.lock(); owner && settles_) {
       owner->nak(a.message->reply);
     }
     return;
@@ -366,7 +380,8 @@ void puller_impl::stop() {
   watchdog_.cancel();
   if (pin_) pin_->stop();
   const auto open = counts_.find(generation_);
-  if ((current_ && open != counts_.end() && open->second.asked > 0) || (pin_ && pin_->held())) {
+  const bool open_requests = current_ && open != counts_.end() && open->second.asked > 0;
+  if ((settles_ && open_requests) || (pin_ && pin_->held())) {
     // What its requests still bring, or NAKs the queue gets meanwhile, must not meet the
     // requests the server still lists: the queue's NAKs wait for the drain (client_impl). A
     // pinned puller's wait for the hand-over as well (pin_lease::hand_over).
@@ -419,9 +434,9 @@ void client_impl::forget_puller(const puller_impl* p) {
   pullers_.erase(p);
 }
 
-bool client_impl::publish_pull(const std::string& queue, const std::string& reply, std::uint32_t batch,
-                               std::chrono::milliseconds expires, const std::optional<std::string>& pin,
-                               int priority) {
+bool client_impl::publish_pull(const std::string& stream, const std::string& queue, const std::string& reply,
+                               std::uint32_t batch, std::chrono::milliseconds expires,
+                               const std::optional<std::string>& pin, int priority) {
   if (closed_) return false;
   // The group on every request: a consumer with a priority group refuses a request without it
   // (400 "Priority Group missing"); one without a group, made before consumer priorities and
@@ -445,7 +460,7 @@ bool client_impl::publish_pull(const std::string& queue, const std::string& repl
     request["max_bytes"] = request_max_bytes();
   }
   const std::string body = request.dump();
-  const std::string subject = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + queue;
+  const std::string subject = "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + queue;
   return natsConnection_PublishRequest(control_.get(), subject.c_str(), reply.c_str(), body.data(),
                                        static_cast<int>(body.size())) == NATS_OK;
 }

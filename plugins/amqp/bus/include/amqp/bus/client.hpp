@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "amqp/bus/base64.hpp"
@@ -80,6 +81,36 @@ struct client_options {
   // (NAK) now instead of after the ack wait. Never set for a shared bus: live
   // replicas hold those.
   bool reclaim_unacked = false;
+};
+
+// A stream queue (x-queue-type stream) keeps what its queue consumer on stream AMQP takes in a
+// JetStream stream of its own (limits retention: nothing leaves when read), named from the queue's
+// consumer name; its subject is outside stream AMQP's `amqp.>`.
+inline constexpr const char* queue_stream_prefix = "AMQP_STREAM_";
+inline constexpr const char* queue_stream_subject_root = "amqp-stream";
+inline std::string queue_stream_name(std::string_view queue) { return queue_stream_prefix + std::string(queue); }
+inline std::string queue_stream_subject(std::string_view queue) {
+  return std::string(queue_stream_subject_root) + "." + std::string(queue);
+}
+// What a stream queue's stream keeps: x-max-age in seconds (0: no bound), x-max-length-bytes (-1:
+// no bound). The stream drops its oldest messages beyond either.
+struct stream_limits {
+  std::int64_t max_age_seconds = 0;
+  std::int64_t max_bytes = -1;
+};
+struct stream_state {
+  std::uint64_t messages = 0;
+  std::uint64_t first_seq = 0;
+  std::uint64_t last_seq = 0;
+};
+// Where a stream queue's reader starts (x-stream-offset): next (what is stored after it starts),
+// first kept, last stored, a stream sequence (1 for the first), or the first stored at or after a
+// time.
+struct stream_start {
+  enum class from { next, first, last, sequence, time };
+  from kind = from::next;
+  std::uint64_t sequence = 1;
+  std::chrono::system_clock::time_point time{};
 };
 
 // The consumers of stream AMQP that are not queues, which its max_consumers leaves room for: each
@@ -362,6 +393,28 @@ class client : public std::enable_shared_from_this<client> {
                                               puller_callbacks callbacks,
                                               queue_sharing sharing = queue_sharing::all_consumers,
                                               int priority = lowest_consumer_priority) = 0;
+  // ---- stream queues ---------------------------------------------------------------------
+  // Blocking. Creates the queue's stream (queue_stream_name of its consumer name), or updates its
+  // limits in place; file storage, the client's replicas.
+  virtual bus_status ensure_queue_stream(const std::string& queue, const stream_limits& limits) = 0;
+  virtual bus_status delete_queue_stream(const std::string& queue) = 0;  // not found is ok
+  // Blocking. What the queue's stream holds now.
+  virtual bus_result<stream_state> queue_stream_state(const std::string& queue) = 0;
+  // A copy of a message the queue took, stored in its stream with Nats-Msg-Id `msg_id` (stored
+  // once within the stream's duplicate window, so a copy made again after a crash is not kept
+  // twice); `done` as publish's.
+  virtual void publish_to_queue_stream(const std::string& queue, std::string msg_id, std::string amqp_props_b64,
+                                       std::string body, std::string routed_as, boost::asio::any_io_executor ex,
+                                       std::function<void(bus_status)> done) = 0;
+  // Blocking. A reader of the queue's stream: a consumer of its own there (ack policy none, gone
+  // after a minute without pull requests should its process die), starting at `start`; its name.
+  virtual bus_result<std::string> create_stream_reader(const std::string& queue, const stream_start& start) = 0;
+  virtual bus_status delete_stream_reader(const std::string& queue, const std::string& reader) = 0;
+  // Pull requests on a reader, as make_puller's; its deliveries are never settled (their reply
+  // only carries the stream sequence), and none is handed back.
+  virtual std::shared_ptr<puller> make_stream_puller(const std::string& queue, const std::string& reader,
+                                                     boost::asio::any_io_executor ex, puller_callbacks callbacks) = 0;
+
   // Fire-and-forget settlement of a delivery (its `reply`). Non-blocking. A nak holds back the
   // queue's later pulls until the server has applied it (2 s at the most).
   virtual void ack(const std::string& reply) = 0;
