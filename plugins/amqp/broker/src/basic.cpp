@@ -2,6 +2,7 @@
 // channel's end. The design is described at the top of basic.hpp; publishing is publish.cpp.
 #include "basic.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "amqp/routing/names.hpp"
@@ -77,6 +78,11 @@ void settle_all(basic_state& s, std::vector<outstanding_delivery> done, settleme
   }
   if (how == settlement::ack) broker::count(s.ctx.state().message_counters().acknowledged, done.size());
   for (auto& d : done) {
+    if (d.stream) {
+      // A stream queue's reader needs no settlement: an ack, or the channel's end, frees credit.
+      if (d.owner) d.owner->release();
+      continue;
+    }
     switch (how) {
       case settlement::ack: bus.ack(d.reply); break;
       case settlement::requeue: bus.nak(d.reply); break;
@@ -107,6 +113,17 @@ void settle(basic_state& s, std::uint64_t tag, bool multiple, settlement how,
     if (it == s.outstanding.end()) return unknown_tag(s, tag, during);
     done.push_back(std::move(it->second));
     s.outstanding.erase(it);
+  }
+  if (how != settlement::ack) {
+    auto stream = std::find_if(done.begin(), done.end(), [](const outstanding_delivery& d) { return d.stream; });
+    if (stream != done.end()) {
+      return s.ctx.fail_connection(wire::reply_code::not_implemented,
+                                   "basic.nack and basic.reject not supported by stream queues queue " +
+                                       quoted(stream->queue()) + in_vhost(s.ctx),
+                                   during,
+                                   "a stream queue keeps every message for its readers: ack what was read, and "
+                                   "read again from an x-stream-offset");
+    }
   }
   settle_all(s, std::move(done), how);
   pump_consumers(s);
@@ -304,16 +321,19 @@ void pump_consumers(basic_state& s) {
 }
 
 std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_ack,
-                      const std::shared_ptr<consumer>& owner, bus::delivery d, delivery_count shown) {
+                      const std::shared_ptr<consumer>& owner, bus::delivery d, delivery_count shown,
+                      std::optional<std::uint64_t> stream_offset) {
   auto& bus = s.ctx.bus();
   if (!s.ctx.is_open()) {
-    bus.nak(d.reply);  // the channel is going: the message goes back, never dropped
+    // The channel is going: the message goes back, never dropped (a stream queue keeps it anyway).
+    if (!stream_offset) bus.nak(d.reply);
     if (owner) owner->release();
     return 0;
   }
   const auto addr = routing::split_subject(d.shown_subject()).value_or(routing::address{});
   const std::uint64_t tag = ++s.next_tag;
-  auto props = delivered_properties(d.amqp_props, d.delivered, shown);
+  auto props = stream_offset ? stream_properties(d.amqp_props, *stream_offset)
+                             : delivered_properties(d.amqp_props, d.delivered, shown);
   std::string out;
   encode_delivery(out, s.ctx.id(),
                   wire::basic_deliver{consumer_tag, tag, d.delivered > 1, addr.exchange, addr.routing_key},
@@ -326,7 +346,7 @@ std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_a
   if (no_ack) {
     bus.ack(d.reply);
   } else {
-    s.outstanding.emplace(tag, outstanding_delivery{std::move(d.reply), d.stream_seq, owner, {}});
+    s.outstanding.emplace(tag, outstanding_delivery{std::move(d.reply), d.stream_seq, owner, {}, stream_offset.has_value()});
   }
   return tag;
 }
@@ -340,6 +360,53 @@ bool refused_arguments(channel_context& ctx, const wire::basic_consume& m, std::
   return refused.has_value();
 }
 
+void drop_reader(channel_context& ctx, const std::string& queue, const std::string& reader) {
+  boost::asio::post(ctx.state().bus_executor(), [bus = ctx.bus_ptr(), consumer = routing::consumer_name(queue), reader] {
+    (void)bus->delete_stream_reader(consumer, reader);
+  });
+}
+
+// A stream queue's consumer, as RabbitMQ 3.10 takes one: with a prefetch of its own, acking, no
+// x-priority; its reader on the queue's stream starts at x-stream-offset. nullopt: the channel
+// (or the connection) failed.
+task<std::optional<std::string>> open_reader(basic_state& s, const wire::basic_consume& m, const std::string& queue) {
+  auto& chan = s.ctx;
+  constexpr auto during = wire::basic_consume::key;
+  if (s.prefetch_count == 0) {
+    chan.fail(wire::reply_code::precondition_failed,
+              "consumer prefetch count is not set for 'queue " + quoted(queue) + in_vhost(chan) + "'", during,
+              "send basic.qos with a prefetch count (not global) before consuming a stream queue");
+    co_return std::nullopt;
+  }
+  if (m.no_ack) {
+    chan.fail_connection(wire::reply_code::not_implemented,
+                         "automatic acknowledgement not supported by stream queues queue " + quoted(queue) +
+                             in_vhost(chan),
+                         during, "consume a stream queue with acknowledgements; an ack only gives credit back");
+    co_return std::nullopt;
+  }
+  if (wire::find(m.arguments, "x-priority")) {
+    chan.fail(wire::reply_code::precondition_failed,
+              "invalid arg 'x-priority' for queue " + quoted(queue) + in_vhost(chan) +
+                  " of queue type rabbit_stream_queue",
+              during, "leave x-priority unset: every reader of a stream queue reads every message");
+    co_return std::nullopt;
+  }
+  auto offset = stream_offset(m.arguments, queue, chan.state().config().vhost, std::chrono::system_clock::now());
+  if (auto* refused = std::get_if<consume_refusal>(&offset)) {
+    chan.fail(refused->code, refused->sentence, during);
+    co_return std::nullopt;
+  }
+  auto create = [bus = chan.bus_ptr(), consumer = routing::consumer_name(queue),
+                 start = std::get<bus::stream_start>(offset)] { return bus->create_stream_reader(consumer, start); };
+  auto created = co_await chan.on_bus(during, std::move(create));
+  if (!created) {
+    bus_failed(chan, created.error(), during);
+    co_return std::nullopt;
+  }
+  co_return std::move(*created);
+}
+
 task<> start_consumer(basic_state& s, wire::basic_consume m, std::string queue, std::string tag) {
   auto& chan = s.ctx;
   constexpr auto during = wire::basic_consume::key;
@@ -347,6 +414,18 @@ task<> start_consumer(basic_state& s, wire::basic_consume m, std::string queue, 
   if (!there) co_return;
   if (s.uses_tag(tag)) co_return reuse_of_tag(chan, tag);  // a pipelined consume with the same tag won meanwhile
   const int priority = consumer_priority(m.arguments);
+  std::string reader;
+  if (chan.state().type_of(queue) == routing::queue_type::stream) {
+    auto opened = co_await open_reader(s, m, queue);
+    if (!opened) co_return;
+    reader = std::move(*opened);
+  } else if (wire::find(m.arguments, "x-stream-offset")) {
+    co_return chan.fail(wire::reply_code::not_implemented,
+                        "consumer argument 'x-stream-offset' is not implemented on queue " + quoted(queue) +
+                            in_vhost(chan) + ": only a stream queue is read from an offset; declare one with "
+                            "x-queue-type 'stream', or leave the argument unset",
+                        during);
+  }
   // The pinned group hands the queue over in the order the consumers asked, whatever their
   // priority (a consumer has one priority policy); RabbitMQ 3.10's classic queues would hand
   // it to the highest priority, so it is refused rather than ignored.
@@ -363,10 +442,11 @@ task<> start_consumer(basic_state& s, wire::basic_consume m, std::string queue, 
   std::string sentence;
   if (!chan.state().add_consumer(queue, chan.shared_from_this(), tag, m.exclusive, sentence, !m.no_ack,
                                  s.prefetch_count)) {
+    if (!reader.empty()) drop_reader(chan, queue, reader);
     co_return chan.fail(wire::reply_code::access_refused, sentence, during,
                         "consume without the exclusive flag, or once the queue's other consumers are cancelled");
   }
-  auto c = std::make_shared<consumer>(s, consumer::options{tag, queue, m.no_ack, s.prefetch_count, priority});
+  auto c = std::make_shared<consumer>(s, consumer::options{tag, queue, m.no_ack, s.prefetch_count, priority, reader});
   s.consumers.emplace(tag, c);
   if (!m.no_wait) chan.reply(wire::basic_consume_ok{tag});  // before the first delivery
   c->start();
@@ -378,6 +458,11 @@ task<> get_one(basic_state& s, std::string queue, bool no_ack, turn method_turn)
   constexpr auto during = wire::basic_get::key;
   const bool there = co_await usable_queue(chan, queue, during);
   if (!there) co_return;
+  if (chan.state().type_of(queue) == routing::queue_type::stream) {
+    co_return chan.fail_connection(wire::reply_code::not_implemented,
+                                   "basic.get not supported by stream queues queue " + quoted(queue) + in_vhost(chan),
+                                   during, "consume it with basic.consume, a prefetch and an x-stream-offset");
+  }
   // The bus serves only the active consumer's pulls; RabbitMQ's quorum queues refuse it too.
   if (chan.state().sharing_of(queue) == bus::queue_sharing::single_active) {
     co_return chan.fail(wire::reply_code::resource_locked,

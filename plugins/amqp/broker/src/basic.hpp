@@ -78,6 +78,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "channel_context.hpp"
@@ -102,6 +103,7 @@ struct outstanding_delivery {
   std::uint64_t stream_seq = 0;        // its place in the queue (requeues go back in this order)
   std::shared_ptr<consumer> owner;     // null for basic.get: no credit to release
   std::string got_from;                // basic.get's queue (a consumer's is owner->queue())
+  bool stream = false;                 // a stream queue's: nothing to settle on the bus, never requeued
   const std::string& queue() const { return owner ? owner->queue() : got_from; }
 };
 
@@ -143,6 +145,7 @@ bool passed_over(basic_state& s, const std::string& queue, bus::delivery& d);
 // no-ack, writes method + header + bodies as one unit, with x-delivery-count as `shown` says.
 // Returns the tag.
 std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_ack,
-                      const std::shared_ptr<consumer>& owner, bus::delivery d, delivery_count shown);
+                      const std::shared_ptr<consumer>& owner, bus::delivery d, delivery_count shown,
+                      std::optional<std::uint64_t> stream_offset = std::nullopt);
 
 }  // namespace amqp::broker

@@ -24,6 +24,7 @@
 #include "channel_context.hpp"
 #include "dead_letter.hpp"
 #include "expiry.hpp"
+#include "stream_feeder.hpp"
 #include "topology_store.hpp"
 
 namespace amqp::broker {
@@ -83,10 +84,12 @@ std::vector<std::string> broker::filters_of(const std::string& queue) const {
   return read_topology([&](const routing::topology& t) { return t.queue_filters(queue); });
 }
 
+// A stream queue's consumer on stream AMQP is read by its feeder alone, one replica's at a time.
 bus::queue_sharing broker::sharing_of(const std::string& queue) const {
   return read_topology([&](const routing::topology& t) {
     const auto* def = t.find_queue(queue);
-    return def && def->single_active_consumer ? bus::queue_sharing::single_active : bus::queue_sharing::all_consumers;
+    const bool single = def && (def->single_active_consumer || def->type() == routing::queue_type::stream);
+    return single ? bus::queue_sharing::single_active : bus::queue_sharing::all_consumers;
   });
 }
 
@@ -165,6 +168,7 @@ void broker::on_watch_change(const std::string& key, const std::optional<std::st
     if (expires) expiry_->look_by(parsed->name, std::chrono::steady_clock::now() + std::chrono::milliseconds(*expires));
   }
   if (changed && parsed && parsed->what == routing::bucket_key::kind::policy) look_at_policy_queues(parsed->name);
+  if (changed && parsed && parsed->what == routing::bucket_key::kind::queue) reconcile_feeders();  // on the strand
   if (changed && !value && parsed && parsed->what == routing::bucket_key::kind::queue) {
     std::vector<std::weak_ptr<channel_context>> channels;
     {
@@ -238,6 +242,37 @@ void broker::open() {
   });
   expiry_ = std::make_shared<expiry_sweeper>(weak, mirror_strand_);
   expiry_->start();
+  feed_stream_queues();
+}
+
+void broker::feed_stream_queues() {
+  boost::asio::post(mirror_strand_, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->reconcile_feeders();
+  });
+}
+
+void broker::reconcile_feeders() {
+  if (feeding_stopped_) return;
+  auto streams = read_topology([](const routing::topology& t) {
+    std::set<std::string> names;
+    for (const auto& [name, def] : t.queues())
+      if (def.type() == routing::queue_type::stream) names.insert(name);
+    return names;
+  });
+  for (auto it = feeders_.begin(); it != feeders_.end();) {
+    if (streams.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    it->second->stop();
+    it = feeders_.erase(it);
+  }
+  for (const auto& name : streams) {
+    if (feeders_.contains(name)) continue;
+    auto feeder = std::make_shared<stream_feeder>(weak_from_this(), bus_, name, mirror_strand_);
+    feeders_.emplace(name, feeder);
+    feeder->start();
+  }
 }
 
 void broker::narrow_windows_soon() {
@@ -320,6 +355,11 @@ void broker::converge_queue_consumers() {
 
 void broker::stop() {
   narrowing_stopped_ = true;
+  boost::asio::post(mirror_strand_, [self = shared_from_this()] {
+    self->feeding_stopped_ = true;
+    for (auto& [name, feeder] : self->feeders_) feeder->stop();
+    self->feeders_.clear();
+  });
   if (expiry_) expiry_->stop();
   std::set<std::string> keys;
   {
@@ -567,6 +607,7 @@ void broker::forget_queue(const std::string& queue) {
     channels = take_consumers_locked(queue);
   }
   notify_deleted(queue, std::move(channels));
+  feed_stream_queues();
 }
 
 void broker::delete_queue(const std::string& queue) {

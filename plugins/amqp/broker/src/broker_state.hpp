@@ -29,6 +29,7 @@ namespace amqp::broker {
 
 class channel_context;
 class expiry_sweeper;
+class stream_feeder;
 
 class broker : public std::enable_shared_from_this<broker> {
  public:
@@ -137,6 +138,8 @@ class broker : public std::enable_shared_from_this<broker> {
   // The local half, immediate: mirror entry, exclusive claim and live consumers (each channel
   // that had one gets basic_class::queue_deleted on its own executor).
   void forget_queue(const std::string& queue);
+  // The mirror gained or lost a stream queue: its feeders (stream_feeder.hpp) follow, soon.
+  void feed_stream_queues();
   // The whole deletion, asynchronous: forget_queue, then the bus consumer and the KV key on
   // the bus pool. Failures are logged to stderr; there is nobody to answer.
   void delete_queue(const std::string& queue);
@@ -230,6 +233,8 @@ class broker : public std::enable_shared_from_this<broker> {
   // consumers have not passed (store::narrow_windows), so that delivery soon costs nothing again.
   void narrow_windows_soon();
   void narrow_windows(const std::vector<std::string>& queues);
+  // On mirror_strand_: a feeder for each stream queue the mirror holds, none for others.
+  void reconcile_feeders();
 
   boost::asio::io_context& io_;
   std::shared_ptr<bus::client> bus_;
@@ -254,6 +259,8 @@ class broker : public std::enable_shared_from_this<broker> {
   std::chrono::steady_clock::time_point last_nack_report_{};  // under nack_report_mutex_
   std::uint64_t nacks_unreported_ = 0;                        // under nack_report_mutex_
   std::shared_ptr<expiry_sweeper> expiry_;  // expires the heads of idle queues (expiry.hpp)
+  std::map<std::string, std::shared_ptr<stream_feeder>> feeders_;  // by stream queue, on mirror_strand_
+  bool feeding_stopped_ = false;                                   // on mirror_strand_
   boost::asio::any_io_executor dead_letter_lane_;
 
   mutable std::mutex owners_mutex_;

@@ -1,6 +1,7 @@
 #include "consume_arguments.hpp"
 
 #include <array>
+#include <chrono>
 #include <variant>
 
 #include "amqp/bus/client.hpp"
@@ -14,13 +15,14 @@ struct unbuilt {
   std::string_view remedy;
 };
 
-constexpr std::string_view stream_remedy = "stream queues are not implemented; consume a classic or quorum queue";
+constexpr std::string_view filter_remedy =
+    "stream filtering (RabbitMQ 3.13) is not implemented; filter on the client, or declare a stream queue per "
+    "filter value, each bound to what it wants";
 
 // Each changes which messages a consumer is delivered, or when.
-constexpr std::array<unbuilt, 4> unbuilt_arguments{{
-    {"x-stream-offset", stream_remedy},
-    {"x-stream-filter", stream_remedy},
-    {"x-stream-match-unfiltered", stream_remedy},
+constexpr std::array<unbuilt, 3> unbuilt_arguments{{
+    {"x-stream-filter", filter_remedy},
+    {"x-stream-match-unfiltered", filter_remedy},
     {"x-credit", "credit-based flow is not implemented; bound the consumer with basic.qos"},
 }};
 
@@ -61,6 +63,50 @@ std::optional<consume_refusal> refused_consume_argument(const wire::field_table&
     }
   }
   return std::nullopt;
+}
+
+std::variant<bus::stream_start, consume_refusal> stream_offset(const wire::field_table& arguments,
+                                                              std::string_view queue, std::string_view vhost,
+                                                              std::chrono::system_clock::time_point now) {
+  bus::stream_start start;
+  const auto* offset = wire::find(arguments, "x-stream-offset");
+  if (!offset) return start;
+  using from = bus::stream_start::from;
+  if (const auto* text = std::get_if<std::string>(&offset->value)) {
+    if (*text == "next") return start;
+    if (*text == "first") {
+      start.kind = from::first;
+      return start;
+    }
+    if (*text == "last") {
+      start.kind = from::last;
+      return start;
+    }
+    // An interval, as x-max-age's: what was stored within it, back from now.
+    if (auto seconds = max_age_seconds(*text)) {
+      start.kind = from::time;
+      start.time = now - std::chrono::seconds(static_cast<std::int64_t>(*seconds));
+      return start;
+    }
+  } else if (const auto* at = std::get_if<wire::timestamp_value>(&offset->value)) {
+    start.kind = from::time;
+    start.time = std::chrono::system_clock::time_point(std::chrono::seconds(static_cast<std::int64_t>(at->seconds)));
+    return start;
+  } else if (auto n = wire::integer_of(*offset)) {
+    // Offsets count from 0, the bus's stream sequences from 1; one before the first is the first.
+    if (*n < 0) {
+      start.kind = from::first;
+    } else {
+      start.kind = from::sequence;
+      start.sequence = static_cast<std::uint64_t>(*n) + 1;
+    }
+    return start;
+  }
+  // RabbitMQ 3.10 crashes the channel on such a value (541); the client's mistake is 406 here.
+  return consume_refusal{wire::reply_code::precondition_failed,
+                         invalid_argument_sentence("x-stream-offset", queue, vhost,
+                                                   "give 'first', 'last', 'next', an offset (an integer), a "
+                                                   "timestamp, or an interval such as '1h'")};
 }
 
 int consumer_priority(const wire::field_table& arguments) {

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <boost/asio/post.hpp>
+
 #include "amqp/routing/names.hpp"
 #include "basic.hpp"
 #include "bus_failure.hpp"
@@ -27,9 +29,10 @@ void consumer::start() {
   // confirmed its requests are over, and what reaches it then goes back to the queue.
   std::weak_ptr<consumer> weak = weak_from_this();
   bus::puller_callbacks callbacks;
-  callbacks.on_delivery = [weak, bus = bus_](bus::delivery d) {
+  const bool stream = reads_stream();
+  callbacks.on_delivery = [weak, bus = bus_, stream](bus::delivery d) {
     if (auto self = weak.lock()) return self->on_delivery(std::move(d));
-    bus->nak(d.reply);
+    if (!stream) bus->nak(d.reply);  // a stream queue's reader holds nothing to hand back
   };
   callbacks.on_event = [weak](bus::pull_event e) {
     if (auto self = weak.lock()) self->on_event(e);
@@ -37,6 +40,12 @@ void consumer::start() {
   callbacks.on_stopped = [weak] {
     if (auto self = weak.lock()) self->on_stopped();
   };
+  if (stream) {
+    // Every reader reads every message: none waits in line.
+    puller_ = bus_->make_stream_puller(routing::consumer_name(options_.queue), options_.reader,
+                                       channel_->ctx.executor(), std::move(callbacks));
+    return pump();
+  }
   const auto sharing = channel_->ctx.state().sharing_of(options_.queue);
   single_active_ = sharing == bus::queue_sharing::single_active;
   shown_count_ = delivery_count_of(channel_->ctx.state().type_of(options_.queue), /*get=*/false);
@@ -117,12 +126,30 @@ void consumer::stop() {
   retry_.cancel();
   top_up_.cancel();
   if (puller_) puller_->stop();
+  drop_reader();
+}
+
+// Its reader goes from the bus at once; one left by a process that died goes after its inactive
+// threshold.
+void consumer::drop_reader() {
+  if (!reads_stream() || reader_dropped_) return;
+  reader_dropped_ = true;
+  boost::asio::post(bus_->worker_executor(), [bus = bus_, queue = routing::consumer_name(options_.queue),
+                                              reader = options_.reader] {
+    (void)bus->delete_stream_reader(queue, reader);
+  });
 }
 
 void consumer::on_delivery(bus::delivery d) {
   if (!channel_) {
-    bus_->nak(d.reply);  // the channel is gone: back to the queue at once, never dropped
+    if (!reads_stream()) bus_->nak(d.reply);  // the channel is gone: back to the queue at once, never dropped
     return;
+  }
+  if (reads_stream()) {
+    // Its place in the stream queue, from 0 (the bus's stream sequences start at 1).
+    const std::uint64_t offset = d.stream_seq > 0 ? d.stream_seq - 1 : 0;
+    deliver(*channel_, options_.tag, false, shared_from_this(), std::move(d), delivery_count::never, offset);
+    return pump();
   }
   if (passed_over(*channel_, options_.queue, d)) {
     give(1);
@@ -158,6 +185,7 @@ void consumer::on_event(const bus::pull_event& e) {
 }
 
 void consumer::on_stopped() {
+  drop_reader();
   if (!cancelled_) return;
   auto keep = shared_from_this();  // `done` may drop the channel's reference
   auto done = std::move(cancelled_);

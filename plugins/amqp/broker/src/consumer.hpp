@@ -48,6 +48,9 @@ class consumer final : public std::enable_shared_from_this<consumer> {
     bool no_ack = false;
     std::uint16_t prefetch = 0;  // the channel's per-consumer prefetch when it was created
     int priority = 0;            // x-priority (bus::lowest_consumer_priority..highest_consumer_priority)
+    // A stream queue's consumer: its reader on the queue's stream (bus::client::create_stream_reader),
+    // deleted when the consumer goes. Empty for every other queue's.
+    std::string reader{};
   };
   consumer(basic_state& channel, options o);
   ~consumer();
@@ -56,6 +59,7 @@ class consumer final : public std::enable_shared_from_this<consumer> {
   const std::string& queue() const { return options_.queue; }
   bool no_ack() const { return options_.no_ack; }
   bool cancelling() const { return static_cast<bool>(cancelled_); }
+  bool reads_stream() const { return !options_.reader.empty(); }
 
   void start();
   // Asks the bus for more once half the consumer's window is free, or, with less free and nothing
@@ -83,6 +87,7 @@ class consumer final : public std::enable_shared_from_this<consumer> {
   void later(boost::asio::steady_timer& timer, bool consumer::*armed, std::chrono::milliseconds delay, Then then);
   void retry_later();
   bool wait_for_socket();
+  void drop_reader();  // once, when it asks for nothing more
 
   basic_state* channel_;  // null once stopped
   options options_;
@@ -100,6 +105,7 @@ class consumer final : public std::enable_shared_from_this<consumer> {
   bool top_up_armed_ = false;
   bool drain_armed_ = false;  // waits for the connection's output to drain
   std::function<void()> cancelled_;  // cancel()'s continuation, until the puller stopped
+  bool reader_dropped_ = false;
 };
 
 }  // namespace amqp::broker

@@ -39,4 +39,19 @@ wire::result<std::string> delivered_properties(std::string_view property_octets,
   return wire::encode_properties(props);
 }
 
+wire::result<std::string> stream_properties(std::string_view property_octets, std::uint64_t offset) {
+  constexpr std::string_view offset_header = "x-stream-offset";
+  wire::basic_properties props;
+  if (!property_octets.empty()) {
+    auto decoded = wire::decode_properties(octets(property_octets));
+    if (!decoded) return decoded.error();
+    props = std::move(*decoded);
+  }
+  if (!props.headers) props.headers.emplace();
+  auto& entries = props.headers->entries;
+  std::erase_if(entries, [&](const wire::table_entry& e) { return e.name == offset_header; });
+  entries.push_back({std::string(offset_header), wire::field_value(static_cast<std::int64_t>(offset))});
+  return wire::encode_properties(props);
+}
+
 }  // namespace amqp::broker

@@ -31,6 +31,10 @@ inline delivery_count delivery_count_of(routing::queue_type type, bool get) {
 wire::result<std::string> delivered_properties(std::string_view property_octets, std::uint64_t delivered,
                                                delivery_count shown);
 
+// The property octets of a stream queue's delivery: header `x-stream-offset` (a long) set to the
+// message's offset in the stream queue, as RabbitMQ adds it.
+wire::result<std::string> stream_properties(std::string_view property_octets, std::uint64_t offset);
+
 // Appends method + content header + body frames for one message on `channel`.
 template <class Method>
 void encode_delivery(std::string& out, std::uint16_t channel, const Method& method,

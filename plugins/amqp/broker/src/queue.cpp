@@ -94,6 +94,11 @@ task<> answer_declare(channel_context& ctx, std::string name, bool no_wait) {
   ctx.last_queue = name;
   broker* b = &ctx.state();
   b->note_use(name, broker::use::declare);  // a passive one too, as RabbitMQ counts it
+  // RabbitMQ answers 0 for a stream queue, whatever it holds: its messages are never taken.
+  if (b->type_of(name) == routing::queue_type::stream) {
+    if (!no_wait) ctx.reply(wire::queue_declare_ok{name, 0, ctx.state().consumer_count(name)});
+    co_return;
+  }
   // Counted once this channel's publishes so far are stored, as RabbitMQ counts them.
   co_await publishes_answered(ctx);
   auto count = [b, bus = ctx.bus_ptr(), name] { return pending_or_heal(*b, *bus, name); };
@@ -164,6 +169,17 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
              inequivalent_remedy);
     return true;
   };
+  // RabbitMQ shows x-max-age as a typed value: "the value '2h' of type 'longstr'", or none.
+  if (wanted.max_age != current.max_age) {
+    auto shown = [](const std::optional<std::string>& age) {
+      return age ? "the value " + quoted(*age) + " of type 'longstr'" : std::string("none");
+    };
+    ctx.fail(wire::reply_code::precondition_failed,
+             inequivalent_shown(ctx, "x-max-age", "queue", name, shown(wanted.max_age), shown(current.max_age)), key,
+             inequivalent_remedy);
+    return false;
+  }
+  if (differs("x-max-length-bytes", wanted.max_length_bytes, current.max_length_bytes)) return false;
   const auto dlx = [](const routing::queue_def& d) { return d.dead_letter ? std::optional(d.dead_letter->exchange) : std::nullopt; };
   const auto dlrk = [](const routing::queue_def& d) { return d.dead_letter ? d.dead_letter->routing_key : std::nullopt; };
   return !differs("x-message-ttl", wanted.message_ttl, current.message_ttl) &&
@@ -175,17 +191,34 @@ bool equivalent(channel_context& ctx, const std::string& name, const routing::qu
          !differs("x-overflow", wanted.overflow, current.overflow);
 }
 
+bus::stream_limits stream_limits_of(const routing::queue_def& def) {
+  bus::stream_limits limits;
+  if (def.max_age) limits.max_age_seconds = static_cast<std::int64_t>(max_age_seconds(*def.max_age).value_or(0));
+  if (def.max_length_bytes && *def.max_length_bytes > 0) limits.max_bytes = static_cast<std::int64_t>(*def.max_length_bytes);
+  return limits;
+}
+
 // What a create on the bus found, after the consumer exists.
 using create_result = store::create_outcome<routing::queue_def>;
 
 create_result create_on_bus(broker& b, bus::client& bus, const std::string& name, const routing::queue_def& def) {
   auto outcome = store::create_queue(b, bus, name, def);
   if (auto* created = std::get_if<store::created>(&outcome)) {
+    // A stream queue's stream comes before its consumer, which the broker's feeder copies into it.
+    if (def.type() == routing::queue_type::stream) {
+      if (auto failed = bus.ensure_queue_stream(routing::consumer_name(name), stream_limits_of(def)); !failed) {
+        (void)bus.kv_delete(routing::queue_key(name));
+        return failed.error();
+      }
+    }
     // Declaring is what starts collecting (DeliverNew): the consumer comes before declare-ok.
     bus::kv_entry entry{created->value, created->revision};
     if (auto failed = store::converge_consumer(b, bus, name, &entry)) {
       // A queue the bus has no room for is not left in the bucket without its consumer.
-      if (failed->kind == bus::bus_errc::limit) (void)bus.kv_delete(routing::queue_key(name));
+      if (failed->kind == bus::bus_errc::limit) {
+        (void)bus.kv_delete(routing::queue_key(name));
+        if (def.type() == routing::queue_type::stream) (void)bus.delete_queue_stream(routing::consumer_name(name));
+      }
       return *failed;
     }
   }
@@ -231,6 +264,7 @@ task<> declare_new(channel_context& ctx, std::string name, routing::queue_def wa
     // ask the bus.
     broker::count(b.message_counters().queues_created);
     broker::count(b.message_counters().queues_declared);
+    if (wanted.type() == routing::queue_type::stream) b.feed_stream_queues();
     co_return answer_created(ctx, name, no_wait);
   }
   // Another replica declared it first; the mirror now holds its definition.
@@ -311,6 +345,12 @@ task<> purge(channel_context& ctx, std::string queue, bool no_wait) {
   static constexpr auto key = wire::queue_purge::key;
   const bool there = co_await queue_there(ctx, queue, key);
   if (!there) co_return;
+  if (ctx.state().type_of(queue) == routing::queue_type::stream) {
+    co_return ctx.fail_connection(wire::reply_code::not_implemented,
+                                  "queue.purge not supported by stream queues queue " + quoted(queue) + in_vhost(ctx), key,
+                                  "a stream queue keeps its messages for every reader; its x-max-age and "
+                                  "x-max-length-bytes drop the oldest, or delete the queue");
+  }
   // What this channel published before the purge is purged too.
   co_await publishes_answered(ctx);
   broker* b = &ctx.state();
@@ -339,7 +379,12 @@ task<> delete_queue(channel_context& ctx, std::string queue, wire::queue_delete_
   // if-empty and the count see what this channel published before.
   co_await publishes_answered(ctx);
   broker* b = &ctx.state();
-  auto count_pending = [b, bus = ctx.bus_ptr(), queue] { return store::pending_messages(*b, *bus, queue); };
+  const bool stream = b->type_of(queue) == routing::queue_type::stream;
+  // RabbitMQ answers 0 for a stream queue, whatever it held.
+  auto count_pending = [b, bus = ctx.bus_ptr(), queue, stream]() -> count_or_failure {
+    if (stream) return std::uint64_t{0};
+    return store::pending_messages(*b, *bus, queue);
+  };
   auto pending = co_await ctx.on_bus(key, std::move(count_pending));
   if (auto* f = std::get_if<bus::bus_error>(&pending)) co_return bus_failed(ctx, *f, key);
   const auto count = std::get<std::uint64_t>(pending);
@@ -350,8 +395,12 @@ task<> delete_queue(channel_context& ctx, std::string queue, wire::queue_delete_
   // Local first: consumers here get basic.cancel; then the bus.
   ctx.state().forget_queue(queue);
   ctx.state().deletion_started(queue);
-  auto remove = [b, bus = ctx.bus_ptr(), queue_key, queue] {
+  auto remove = [b, bus = ctx.bus_ptr(), queue_key, queue, stream] {
     auto failed = store::remove_entry(*b, *bus, queue_key);
+    // Its stream goes with it (its readers with the stream); the feeder stopped with forget_queue.
+    if (!failed && stream) {
+      if (auto dropped = bus->delete_queue_stream(routing::consumer_name(queue)); !dropped) failed = dropped.error();
+    }
     b->deletion_finished(queue);
     return failed;
   };

@@ -3,6 +3,7 @@
 #include "amqp/routing/names.hpp"
 #include "amqp/routing/subject.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 #include <variant>
@@ -15,14 +16,28 @@ struct refused_argument {
   std::string_view remedy;  // what to do instead
 };
 
-// Each entry changes which messages a consumer receives; nothing on the bus does that.
+// Each entry changes which messages a consumer receives; nothing on the bus does that. The first
+// two are a stream queue's retention, honoured there (stream_only).
 constexpr std::array<refused_argument, 4> refused{{
     {"x-max-length-bytes",
-     "the bus counts a queue's messages, not their bytes; bound the queue by x-max-length (a count)"},
+     "the bus counts a classic or quorum queue's messages, not their bytes; bound the queue by x-max-length (a "
+     "count), or declare a stream queue (x-queue-type 'stream'), whose bytes it bounds"},
+    {"x-max-age", "only a stream queue's messages have an age limit; declare it with x-queue-type 'stream', or bound "
+                  "a classic or quorum queue's messages with x-message-ttl"},
     {"x-max-priority", "there are no priority queues; use one queue per priority and consume the higher one first"},
-    {"x-max-age", "stream queues are not implemented; declare a classic or quorum queue"},
-    {"x-stream-max-segment-size-bytes", "stream queues are not implemented; declare a classic or quorum queue"},
+    {"x-stream-max-segment-size-bytes",
+     "the bus stores a stream queue in blocks of its own choosing; leave the argument unset"},
 }};
+
+bool stream_only(std::string_view name) { return name == "x-max-length-bytes" || name == "x-max-age"; }
+
+// RabbitMQ's names of the AMQP field types, as its refusals of a value show them.
+std::string_view rabbit_type_name(const wire::field_value& v) {
+  static constexpr std::array<std::string_view, 17> names{
+      "bool", "byte", "unsignedbyte", "short", "unsignedshort", "signedint", "unsignedint", "long", "float",
+      "double", "decimal", "longstr", "binary", "timestamp", "table", "array", "void"};
+  return names.at(v.value.index());
+}
 
 std::string sentence(std::string_view name, std::string_view remedy) {
   return "queue argument '" + std::string(name) + "' is not implemented: " + std::string(remedy);
@@ -36,15 +51,17 @@ std::string invalid_argument_sentence(std::string_view name, std::string_view qu
          std::string(vhost) + "': " + std::string(why);
 }
 
+std::optional<routing::queue_type> declared_type(const wire::field_table& arguments) {
+  const auto* type = wire::find(arguments, "x-queue-type");
+  const auto* text = type ? std::get_if<std::string>(&type->value) : nullptr;
+  return text ? routing::parse_queue_type(*text) : std::nullopt;
+}
+
 std::optional<std::string> refused_queue_argument(const wire::field_table& arguments) {
+  const bool stream = declared_type(arguments) == routing::queue_type::stream;
   for (const auto& entry : arguments.entries) {
     for (const auto& r : refused)
-      if (entry.name == r.name) return sentence(r.name, r.remedy);
-    if (entry.name == "x-queue-type") {
-      const auto* type = std::get_if<std::string>(&entry.value.value);
-      if (type && *type == "stream")
-        return sentence("x-queue-type=stream", "stream queues are not implemented; declare a classic or quorum queue");
-    }
+      if (entry.name == r.name && !(stream && stream_only(r.name))) return sentence(r.name, r.remedy);
   }
   return std::nullopt;
 }
@@ -52,15 +69,27 @@ std::optional<std::string> refused_queue_argument(const wire::field_table& argum
 std::optional<std::string> refused_by_queue_type(const wire::field_table& arguments, bool durable, bool exclusive,
                                                  bool auto_delete, bool server_named, std::string_view queue,
                                                  std::string_view vhost) {
-  const auto* type = wire::find(arguments, "x-queue-type");
-  const auto* text = type ? std::get_if<std::string>(&type->value) : nullptr;
-  if (!text || routing::parse_queue_type(*text) != routing::queue_type::quorum) return std::nullopt;
+  const auto type = declared_type(arguments);
+  if (type != routing::queue_type::quorum && type != routing::queue_type::stream) return std::nullopt;
+  const bool stream = type == routing::queue_type::stream;
+  const std::string module = stream ? "rabbit_stream_queue" : "rabbit_quorum_queue";
   const auto for_queue = "for queue '" + std::string(queue) + "' in vhost '" + std::string(vhost) + "'";
-  // RabbitMQ 3.10's order: the name, the arguments its quorum queues have no use for, then the
-  // properties a replicated queue cannot have.
-  if (server_named) return std::string("Cannot declare a server-named queue for type rabbit_quorum_queue");
-  for (std::string_view name : {"x-max-priority", "x-queue-mode", "x-queue-master-locator", "x-queue-version"})
-    if (wire::find(arguments, name)) return "invalid arg '" + std::string(name) + "' " + for_queue + " of queue type rabbit_quorum_queue";
+  // RabbitMQ 3.10's order: the name, the arguments the type has no use for, then the properties
+  // a replicated queue cannot have.
+  if (server_named) return "Cannot declare a server-named queue for type " + module;
+  static constexpr std::array<std::string_view, 4> quorum_unused{"x-max-priority", "x-queue-mode",
+                                                                 "x-queue-master-locator", "x-queue-version"};
+  // A stream keeps every message for its readers: nothing about a message's life in a queue
+  // applies to it.
+  static constexpr std::array<std::string_view, 13> stream_unused{
+      "x-max-length", "x-message-ttl", "x-dead-letter-exchange", "x-dead-letter-routing-key",
+      "x-single-active-consumer", "x-expires", "x-overflow", "x-delivery-limit", "x-max-priority",
+      "x-queue-mode", "x-queue-master-locator", "x-queue-version", "x-dead-letter-strategy"};
+  for (const auto& entry : arguments.entries) {
+    const bool unused = stream ? std::find(stream_unused.begin(), stream_unused.end(), entry.name) != stream_unused.end()
+                               : std::find(quorum_unused.begin(), quorum_unused.end(), entry.name) != quorum_unused.end();
+    if (unused) return "invalid arg '" + entry.name + "' " + for_queue + " of queue type " + module;
+  }
   if (auto_delete) return "invalid property 'auto-delete' " + for_queue;
   if (exclusive) return "invalid property 'exclusive-owner' " + for_queue;
   if (!durable) return "invalid property 'non-durable' " + for_queue;
@@ -120,8 +149,19 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
       const auto* on = std::get_if<bool>(&entry.value.value);
       if (!on) return invalid(name, "the value is not a boolean; give true or false");
       def.single_active_consumer = *on;
+    } else if (name == "x-max-age") {
+      // Only a stream queue's (refused_queue_argument refused it on others).
+      const auto* text = std::get_if<std::string>(&entry.value.value);
+      if (!text) return invalid(name, "{unacceptable_type," + std::string(rabbit_type_name(entry.value)) + "}");
+      auto seconds = max_age_seconds(*text);
+      if (!seconds) return invalid(name, "invalid_max_age");
+      def.max_age = *text;
+    } else if (name == "x-max-length-bytes") {
+      auto n = wire::integer_of(entry.value);
+      if (!n) return invalid(name, "\"expected integer, got " + std::string(rabbit_type_name(entry.value)) + "\"");
+      if (*n < 0) return invalid(name, "{value_negative," + std::to_string(*n) + "}");
+      def.max_length_bytes = static_cast<std::uint64_t>(*n);
     } else if (name == "x-queue-type") {
-      // Stream was refused before; any other type is not one RabbitMQ knows either.
       const auto* text = std::get_if<std::string>(&entry.value.value);
       auto type = text ? routing::parse_queue_type(*text) : std::nullopt;
       if (!type) return invalid(name, "the value is not 'classic', 'quorum' or 'stream'; give one of them");
@@ -137,6 +177,28 @@ bool read_queue_arguments(const wire::field_table& arguments, std::string_view q
                    "routing_key_but_no_dlx_defined; give x-dead-letter-exchange too ('' for the default exchange)");
   }
   return true;
+}
+
+std::optional<std::uint64_t> max_age_seconds(std::string_view text) {
+  // RabbitMQ's units: years, months, days, hours, minutes, seconds (a year 365 days, a month 30).
+  if (text.size() < 2) return std::nullopt;
+  const char unit = text.back();
+  std::uint64_t scale = 0;
+  switch (unit) {
+    case 'Y': scale = 365ULL * 24 * 3600; break;
+    case 'M': scale = 30ULL * 24 * 3600; break;
+    case 'D': scale = 24ULL * 3600; break;
+    case 'h': scale = 3600; break;
+    case 'm': scale = 60; break;
+    case 's': scale = 1; break;
+    default: return std::nullopt;
+  }
+  std::uint64_t n = 0;
+  for (char c : text.substr(0, text.size() - 1)) {
+    if (c < '0' || c > '9' || n > 1'000'000'000) return std::nullopt;
+    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return n * scale;
 }
 
 }  // namespace amqp::broker

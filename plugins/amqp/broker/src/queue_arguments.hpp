@@ -24,13 +24,19 @@ std::string invalid_argument_sentence(std::string_view name, std::string_view qu
 // The 540 sentence for the first refused argument, or nullopt when every argument is fine.
 std::optional<std::string> refused_queue_argument(const wire::field_table& arguments);
 
-// RabbitMQ 3.10's 406 sentence for a new quorum queue (x-queue-type 'quorum') declared as its
-// quorum queues cannot be: server-named; with x-max-priority, x-queue-mode,
-// x-queue-master-locator or x-queue-version; auto-delete, exclusive or non-durable. nullopt for
-// any other declaration. RabbitMQ checks these only when it creates the queue.
+// RabbitMQ 3.10's 406 sentence for a new quorum or stream queue (x-queue-type) declared as its
+// queues of that type cannot be: server-named; with an argument the type has no use for (quorum:
+// x-max-priority, x-queue-mode, x-queue-master-locator, x-queue-version; stream: also every
+// argument about a message's life in a queue: length, TTL, dead-lettering, expiry, overflow,
+// delivery limit, single active consumer); auto-delete, exclusive or non-durable. nullopt for any
+// other declaration. RabbitMQ checks these only when it creates the queue.
 std::optional<std::string> refused_by_queue_type(const wire::field_table& arguments, bool durable, bool exclusive,
                                                  bool auto_delete, bool server_named, std::string_view queue,
                                                  std::string_view vhost);
+
+// x-max-age's value ("<n><unit>", units Y M D h m s, as RabbitMQ reads it) in seconds; nullopt
+// when it is not one.
+std::optional<std::uint64_t> max_age_seconds(std::string_view text);
 
 // The arguments honoured with the queue's definition (x-message-ttl, x-dead-letter-exchange,
 // x-dead-letter-routing-key, x-delivery-limit, x-expires, x-single-active-consumer, x-max-length,
