@@ -5,10 +5,13 @@ restart of cloud (SIGKILL) with messages on their way losing none. The scenarios
 also run side by side with RabbitMQ 3.10 (test_stream_queues_rabbitmq.py), whose observations
 must equal EXPECTED and ours. Runs on the pinned nats-server and, as its .floor twin, on the floor.
 """
+import base64
 import datetime
+import json
 import signal
 import time
 import unittest
+import urllib.request
 import uuid
 
 import pika
@@ -17,13 +20,22 @@ import pika.exceptions
 import cloudtest
 
 CLOUD = None
+API_PORT = None
 STREAM = {"x-queue-type": "stream"}
 SETTLE = 10  # seconds a condition may take
 
 
 def setUpModule():
-    global CLOUD
-    CLOUD = unittest.enterModuleContext(cloudtest.Cloud())
+    global CLOUD, API_PORT
+    API_PORT = cloudtest.free_port()
+    CLOUD = unittest.enterModuleContext(cloudtest.Cloud(env={"CLOUD_AMQP_MANAGEMENT_PORT": str(API_PORT)}))
+
+
+def api(path):
+    request = urllib.request.Request(f"http://127.0.0.1:{API_PORT}{path}")
+    request.add_header("Authorization", "Basic " + base64.b64encode(b"guest:guest").decode())
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        return json.loads(reply.read().decode())
 
 
 def connect(port):
@@ -411,6 +423,22 @@ class Retention(unittest.TestCase):
         self.assertGreater(len(kept), 0)
         self.assertEqual(kept[-1][1], 59)
         self.assertEqual([o for _, o, _ in kept], list(range(60 - len(kept), 60)))
+        ch.queue_delete(q)
+        conn.close()
+
+
+class Management(unittest.TestCase):
+    def test_a_stream_queue_is_of_type_stream_and_counts_what_its_stream_holds(self):
+        q = name()
+        conn = connect(CLOUD.amqp_port)
+        ch = conn.channel()
+        declare(ch, q, arguments={"x-max-age": "7D"})
+        publish(ch, q, ["a", "b", "c"])
+        stored(conn, q, 3)
+        one = api(f"/api/queues/%2F/{q}")
+        self.assertEqual((one["type"], one["messages"], one["arguments"].get("x-max-age")), ("stream", 3, "7D"))
+        listed = [e for e in api("/api/queues") if e["name"] == q]
+        self.assertEqual([(e["type"], e["messages"]) for e in listed], [("stream", 3)])
         ch.queue_delete(q)
         conn.close()
 

@@ -273,7 +273,18 @@ net::awaitable<reply> api::queues(const request& r, const std::vector<vhost>& in
     const auto t = broker::topology_of(*v.broker);
     const auto consumers = consumer_counts(*v.broker);
     auto bus = broker::bus_of(*v.broker);
-    auto peek = [bus] { return bus->peek_all_queues(); };
+    // A stream queue's messages are what its own stream holds (its consumer on stream AMQP only
+    // passes them on).
+    std::vector<std::string> streams;
+    for (const auto& [queue, def] : t.queues())
+      if (def.type() == routing::queue_type::stream) streams.push_back(routing::consumer_name(queue));
+    auto peek = [bus, streams] {
+      auto all = bus->peek_all_queues();
+      if (!all) return all;
+      for (const auto& consumer : streams)
+        if (auto held = bus->queue_stream_state(consumer)) (*all)[consumer] = bus::queue_info{held->messages};
+      return all;
+    };
     auto pool = bus->worker_executor();
     auto counts = co_await off_loop(pool, std::move(peek));
     if (!counts || !*counts) co_return error_reply(503, "bus_unavailable", counts ? (*counts).error().text : "no answer");
@@ -295,7 +306,13 @@ net::awaitable<reply> api::queue(const vhost& v, const std::string& name) {
   const auto* def = t.find_queue(name);
   if (def == nullptr) co_return not_found();
   auto bus = broker::bus_of(*v.broker);
-  auto peek = [bus, consumer = routing::consumer_name(name)] { return bus->peek_queue(consumer); };
+  const bool stream = def->type() == routing::queue_type::stream;
+  auto peek = [bus, consumer = routing::consumer_name(name), stream]() -> bus::bus_result<bus::queue_info> {
+    if (!stream) return bus->peek_queue(consumer);
+    auto held = bus->queue_stream_state(consumer);
+    if (!held) return held.error();
+    return bus::queue_info{held->messages};
+  };
   auto pool = bus->worker_executor();
   auto info = co_await off_loop(pool, std::move(peek));
   if (!info) co_return error_reply(503, "bus_unavailable", "no answer");

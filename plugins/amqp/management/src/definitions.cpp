@@ -154,6 +154,8 @@ json queue_arguments(const routing::queue_def& d) {
   if (d.single_active_consumer) a["x-single-active-consumer"] = true;
   if (d.max_length) a["x-max-length"] = *d.max_length;
   if (d.overflow) a["x-overflow"] = std::string(routing::to_string(*d.overflow));
+  if (d.max_age) a["x-max-age"] = *d.max_age;
+  if (d.max_length_bytes) a["x-max-length-bytes"] = *d.max_length_bytes;
   // As declared: RabbitMQ exports x-queue-type only for a queue whose declaration named it.
   if (d.declared_type) a["x-queue-type"] = std::string(routing::to_string(*d.declared_type));
   return a;
