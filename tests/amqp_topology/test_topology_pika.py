@@ -146,7 +146,7 @@ class OneCloud(cloudtest.OneCloudTest):
         # (tests/amqp_messaging/test_dead_letter.py, test_length_limit.py, test_single_active_consumer.py).
         for argument, value, remedy in (("x-max-length-bytes", 1024, "not their bytes"),
                                         ("x-max-priority", 5, "priority"),
-                                        ("x-queue-type", "stream", "stream")):
+                                        ("x-max-age", "1h", "stream queue")):
             ch = self.conn.channel()
             refused(self, lambda: ch.queue_declare(queue="args-q", arguments={argument: value}), 540,
                     argument, remedy)

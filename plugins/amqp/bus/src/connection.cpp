@@ -196,8 +196,11 @@ void client_impl::permission_denied(const std::string& subject) {
   denials_.note(subject);
   if (publisher_) publisher_->refuse_subject(subject, denied("publish to " + subject, subject));
   std::vector<std::shared_ptr<puller_impl>> pullers;
-  const std::string next_prefix = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + ".";
-  const std::string queue = subject.starts_with(next_prefix) ? subject.substr(next_prefix.size()) : std::string{};
+  // "$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>": a queue's on stream AMQP, a stream queue
+  // reader's on the queue's own stream; a puller is named by its consumer.
+  const std::string next_prefix = "$JS.API.CONSUMER.MSG.NEXT.";
+  const auto dot = subject.starts_with(next_prefix) ? subject.find('.', next_prefix.size()) : std::string::npos;
+  const std::string queue = dot == std::string::npos ? std::string{} : subject.substr(dot + 1);
   {
     std::lock_guard lock{mutex_};
     for (auto& [key, weak] : pullers_)

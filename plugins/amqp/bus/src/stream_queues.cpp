@@ -12,8 +12,10 @@ namespace amqp::bus::detail {
 namespace {
 
 // A reader of a process that died is deleted by the server after this long without a pull
-// request; a live one always has one waiting (a consumer's requests expire after 30 s).
-constexpr std::chrono::seconds reader_inactive_threshold{60};
+// request (deleteNotActive: the last request's time, then any request still listed). A live one
+// asks every 30 s while it has credit; one whose client holds its whole prefetch asks nothing, so
+// the bound is long: an hour of holding every delivery unacked.
+constexpr std::chrono::seconds reader_inactive_threshold{3600};
 
 std::string stream_step(const char* what, const std::string& queue) {
   return std::string{what} + " stream " + queue_stream_name(queue) + " of stream queue " + queue;

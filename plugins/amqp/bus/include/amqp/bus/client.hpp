@@ -407,7 +407,7 @@ class client : public std::enable_shared_from_this<client> {
                                        std::string body, std::string routed_as, boost::asio::any_io_executor ex,
                                        std::function<void(bus_status)> done) = 0;
   // Blocking. A reader of the queue's stream: a consumer of its own there (ack policy none, gone
-  // after a minute without pull requests should its process die), starting at `start`; its name.
+  // after an hour without pull requests should its process die), starting at `start`; its name.
   virtual bus_result<std::string> create_stream_reader(const std::string& queue, const stream_start& start) = 0;
   virtual bus_status delete_stream_reader(const std::string& queue, const std::string& reader) = 0;
   // Pull requests on a reader, as make_puller's; its deliveries are never settled (their reply
