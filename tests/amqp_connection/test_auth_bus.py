@@ -28,7 +28,8 @@ accounts {
       {user: svc, password: svc-pw}
       {user: alice, password: alice-pw}
       {user: bob, password: bob-pw, permissions: {
-        publish: {deny: ["amqp.secret.>", "$JS.API.CONSUMER.MSG.NEXT.AMQP.vault", "$KV.amqp.q.forbidden"]}
+        publish: {deny: ["amqp.secret.>", "$JS.API.CONSUMER.MSG.NEXT.AMQP.vault", "$KV.amqp.q.forbidden",
+                         "$JS.API.CONSUMER.MSG.NEXT.AMQP_STREAM_svault.>"]}
       }}
     ]
   }
@@ -173,6 +174,28 @@ class AuthenticationByTheBus(cloudtest.CloudOnItsNats):
         closed = self.channel_error(lambda conn, ch: ch.queue_declare("forbidden"))
         self.assertEqual(closed.reply_code, 403)
         self.assertIn("user 'bob' publish to $KV.amqp.q.forbidden", closed.reply_text)
+
+    def test_a_denied_stream_queue_read_is_403_naming_the_queue(self):
+        setup = connect(self.cloud.amqp_port, "alice", "alice-pw")
+        try:
+            setup.channel().queue_declare("svault", durable=True, arguments={"x-queue-type": "stream"})
+        finally:
+            setup.close()
+
+        def consume(conn, ch):
+            ch.basic_qos(prefetch_count=10)
+            ch.basic_consume("svault", lambda *args: None, arguments={"x-stream-offset": "first"})
+            conn.call_later(DENIAL_BOUND, ch.stop_consuming)
+            ch.start_consuming()
+        closed = self.channel_error(consume)
+        self.assertEqual(closed.reply_code, 403)
+        self.assertIn("basic.consume of queue 'svault'", closed.reply_text)
+        self.assertIn("$JS.API.CONSUMER.MSG.NEXT.AMQP_STREAM_svault.", closed.reply_text)
+        check = connect(self.cloud.amqp_port, "alice", "alice-pw")
+        try:
+            check.channel().queue_delete("svault")
+        finally:
+            check.close()
 
     def test_denied_consume_and_get_are_403_naming_the_queue(self):
         setup = connect(self.cloud.amqp_port, "alice", "alice-pw")
