@@ -46,6 +46,13 @@ bus_status client_impl::ensure_queue_stream(const std::string& queue, const stre
                  {"num_replicas", replicas_},
                  {"max_bytes", limits.max_bytes <= 0 ? std::int64_t{-1} : limits.max_bytes},
                  {"max_age", limits.max_age_seconds * ns_per_second}};
+  // A copy made again after its feeder died comes after the durable's ack wait; the server's
+  // default duplicate window (2 min, or max_age when shorter) covers an ack wait up to a minute
+  // less, a longer one is given its own (never beyond max_age, which the server refuses).
+  const auto window = options_.ack_wait + std::chrono::seconds(60);
+  if (window > std::chrono::minutes(2) &&
+      (limits.max_age_seconds == 0 || window.count() <= limits.max_age_seconds))
+    config["duplicate_window"] = std::chrono::nanoseconds(window).count();
   auto created = api(step, "STREAM.CREATE." + name, config);
   if (created) return bus_ok();
   // 10058: a stream of that name exists with another config; it is given this one.

@@ -124,3 +124,22 @@ TEST_CASE("readers start at first, last, a sequence, a time or what comes next, 
   CHECK(h.read("s", {from::next}, 5, 500ms).empty());
   CHECK(h.bus->queue_stream_state("s")->messages == 5);  // nothing was taken away
 }
+
+TEST_CASE("a stream queue's duplicate window outlasts a long ack wait, and never its max age") {
+  nats_server server;
+  auto o = options_for(server.url());
+  o.ack_wait = std::chrono::seconds(300);
+  auto c = client::open(o);
+  REQUIRE_MESSAGE(c.ok(), c.error().text);
+  auto& bus = **c;
+  REQUIRE(bus.ensure_queue_stream("long", {}).ok());
+  CHECK(server.api("STREAM.INFO." + queue_stream_name("long"))["config"]["duplicate_window"] == 360LL * 1'000'000'000LL);
+  REQUIRE(bus.ensure_queue_stream("aged", stream_limits{60, -1}).ok());
+  CHECK(server.api("STREAM.INFO." + queue_stream_name("aged"))["config"]["duplicate_window"] == 60LL * 1'000'000'000LL);
+  auto d = client::open(options_for(server.url()));  // the default ack wait: the server's window
+  REQUIRE(d.ok());
+  REQUIRE((*d)->ensure_queue_stream("plain", {}).ok());
+  CHECK(server.api("STREAM.INFO." + queue_stream_name("plain"))["config"]["duplicate_window"] == 120LL * 1'000'000'000LL);
+  client::close_and_release(*d, std::chrono::steady_clock::now() + 10s);
+  client::close_and_release(*c, std::chrono::steady_clock::now() + 10s);
+}

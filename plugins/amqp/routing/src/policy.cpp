@@ -176,6 +176,10 @@ bool compiled_policy::matches_queue(std::string_view queue) const {
 
 queue_def with_policy(const queue_def& declared, const policy& p) {
   queue_def q = declared;
+  // A stream queue keeps every message for its readers: a policy's TTL, length limit, expiry,
+  // delivery limit or dead-lettering would take messages from its feeder (RabbitMQ's streams
+  // ignore these keys too).
+  if (q.type() == queue_type::stream) return q;
   auto smaller = [](std::optional<std::uint64_t>& argument, const std::optional<std::uint64_t>& set) {
     if (set) argument = argument ? std::min(*argument, *set) : *set;
   };

@@ -92,6 +92,14 @@ TEST_CASE("an argument wins over a policy, except that the smaller of two limits
   CHECK_FALSE(with_policy(queue_def{}, only_key).dead_letter);
 }
 
+TEST_CASE("a stream queue takes nothing from a policy: its messages are its readers'") {
+  queue_def stream;
+  stream.declared_type = queue_type::stream;
+  auto p = parsed(R"({"pattern":".","definition":{"message-ttl":9000,"max-length":5,"expires":100,
+                      "dead-letter-exchange":"policy-dlx"}})");
+  CHECK(with_policy(stream, p) == stream);
+}
+
 TEST_CASE("the mirror applies the highest-priority matching policy and keeps what was declared") {
   topology t;
   queue_def declared;
