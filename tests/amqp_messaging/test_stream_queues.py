@@ -18,6 +18,7 @@ import pika
 import pika.exceptions
 
 import cloudtest
+import natsraw
 
 CLOUD = None
 API_PORT = None
@@ -432,6 +433,46 @@ class Retention(unittest.TestCase):
         self.assertEqual(kept[-1][1], 59)
         self.assertEqual([o for _, o, _ in kept], list(range(60 - len(kept), 60)))
         ch.queue_delete(q)
+        conn.close()
+
+
+class Readers(unittest.TestCase):
+    """Each consumer's reader on the queue's stream: gone with its consumer, and made again after
+    the last delivery when the bus loses it."""
+
+    def readers(self, raw, q):
+        listed = raw.api("CONSUMER.LIST.AMQP_STREAM_" + q, {"offset": 0})
+        return [c["name"] for c in listed.get("consumers") or []]
+
+    def test_a_cancelled_consumer_leaves_no_reader_and_a_lost_reader_is_made_again_after_the_last_delivery(self):
+        q = name()
+        conn = connect(CLOUD.amqp_port)
+        declare(conn.channel(), q)
+        publish(conn.channel(), q, ["m0", "m1", "m2"])
+        stored(conn, q, 3)
+        raw = natsraw.NatsRaw(CLOUD.nats_port)
+        try:
+            self.assertTrue(cloudtest.wait_until(lambda: self.readers(raw, q) == [], SETTLE))
+            ch = conn.channel()
+            ch.basic_qos(prefetch_count=10)
+            got = []
+            ch.basic_consume(q, lambda c, m, p, b: (got.append((b.decode(), p.headers["x-stream-offset"])),
+                                                    c.basic_ack(m.delivery_tag)),
+                             arguments={"x-stream-offset": "first"})
+            self.assertTrue(cloudtest.wait_until(lambda: (conn.process_data_events(0.05), len(got) == 3)[1], SETTLE))
+            [reader] = self.readers(raw, q)
+            raw.api(f"CONSUMER.DELETE.AMQP_STREAM_{q}.{reader}")
+            publish(conn.channel(), q, ["m3", "m4"])
+            self.assertTrue(cloudtest.wait_until(lambda: (conn.process_data_events(0.05), len(got) >= 5)[1], 20))
+            conn.process_data_events(0.5)
+            self.assertEqual(got, [(f"m{i}", i) for i in range(5)])
+            self.assertEqual(len(self.readers(raw, q)), 1)
+            self.assertNotEqual(self.readers(raw, q), [reader])
+            ch.close()
+            self.assertTrue(cloudtest.wait_until(lambda: self.readers(raw, q) == [], SETTLE))
+        finally:
+            raw.close()
+        conn.channel().queue_delete(q)
         conn.close()
 
 

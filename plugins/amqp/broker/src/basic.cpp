@@ -369,7 +369,8 @@ void drop_reader(channel_context& ctx, const std::string& queue, const std::stri
 // A stream queue's consumer, as RabbitMQ 3.10 takes one: with a prefetch of its own, acking, no
 // x-priority; its reader on the queue's stream starts at x-stream-offset. nullopt: the channel
 // (or the connection) failed.
-task<std::optional<std::string>> open_reader(basic_state& s, const wire::basic_consume& m, const std::string& queue) {
+task<std::optional<std::pair<std::string, bus::stream_start>>> open_reader(basic_state& s, const wire::basic_consume& m,
+                                                                          const std::string& queue) {
   auto& chan = s.ctx;
   constexpr auto during = wire::basic_consume::key;
   if (s.prefetch_count == 0) {
@@ -397,14 +398,16 @@ task<std::optional<std::string>> open_reader(basic_state& s, const wire::basic_c
     chan.fail(refused->code, refused->sentence, during);
     co_return std::nullopt;
   }
-  auto create = [bus = chan.bus_ptr(), consumer = routing::consumer_name(queue),
-                 start = std::get<bus::stream_start>(offset)] { return bus->create_stream_reader(consumer, start); };
+  const auto start = std::get<bus::stream_start>(offset);
+  auto create = [bus = chan.bus_ptr(), consumer = routing::consumer_name(queue), start] {
+    return bus->create_stream_reader(consumer, start);
+  };
   auto created = co_await chan.on_bus(during, std::move(create));
   if (!created) {
     bus_failed(chan, created.error(), during);
     co_return std::nullopt;
   }
-  co_return std::move(*created);
+  co_return std::pair{std::move(*created), start};
 }
 
 task<> start_consumer(basic_state& s, wire::basic_consume m, std::string queue, std::string tag) {
@@ -415,10 +418,12 @@ task<> start_consumer(basic_state& s, wire::basic_consume m, std::string queue, 
   if (s.uses_tag(tag)) co_return reuse_of_tag(chan, tag);  // a pipelined consume with the same tag won meanwhile
   const int priority = consumer_priority(m.arguments);
   std::string reader;
+  bus::stream_start start;
   if (chan.state().type_of(queue) == routing::queue_type::stream) {
     auto opened = co_await open_reader(s, m, queue);
     if (!opened) co_return;
-    reader = std::move(*opened);
+    reader = std::move(opened->first);
+    start = opened->second;
   } else if (wire::find(m.arguments, "x-stream-offset")) {
     co_return chan.fail(wire::reply_code::not_implemented,
                         "consumer argument 'x-stream-offset' is not implemented on queue " + quoted(queue) +
@@ -446,7 +451,7 @@ task<> start_consumer(basic_state& s, wire::basic_consume m, std::string queue, 
     co_return chan.fail(wire::reply_code::access_refused, sentence, during,
                         "consume without the exclusive flag, or once the queue's other consumers are cancelled");
   }
-  auto c = std::make_shared<consumer>(s, consumer::options{tag, queue, m.no_ack, s.prefetch_count, priority, reader});
+  auto c = std::make_shared<consumer>(s, consumer::options{tag, queue, m.no_ack, s.prefetch_count, priority, reader, start});
   s.consumers.emplace(tag, c);
   if (!m.no_wait) chan.reply(wire::basic_consume_ok{tag});  // before the first delivery
   c->start();

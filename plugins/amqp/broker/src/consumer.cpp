@@ -1,5 +1,6 @@
 #include "consumer.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -25,33 +26,86 @@ consumer::consumer(basic_state& channel, options o)
 consumer::~consumer() { stop(); }
 
 void consumer::start() {
+  start_puller();
+  pump();
+}
+
+void consumer::start_puller() {
   // The callbacks hold the consumer weakly: a puller outlives its consumer until the server
   // confirmed its requests are over, and what reaches it then goes back to the queue.
   std::weak_ptr<consumer> weak = weak_from_this();
-  bus::puller_callbacks callbacks;
   const bool stream = reads_stream();
-  callbacks.on_delivery = [weak, bus = bus_, stream](bus::delivery d) {
-    if (auto self = weak.lock()) return self->on_delivery(std::move(d));
-    if (!stream) bus->nak(d.reply);  // a stream queue's reader holds nothing to hand back
+  const std::uint64_t generation = ++generation_;
+  bus::puller_callbacks callbacks;
+  callbacks.on_delivery = [weak, bus = bus_, stream, generation](bus::delivery d) {
+    auto self = weak.lock();
+    if (self && self->generation_ == generation) return self->on_delivery(std::move(d));
+    // A replaced reader's (its credit was given back when it was replaced): the new one reads it
+    // again. A stream queue's reader holds nothing to hand back.
+    if (!stream) bus->nak(d.reply);
   };
-  callbacks.on_event = [weak](bus::pull_event e) {
-    if (auto self = weak.lock()) self->on_event(e);
+  callbacks.on_event = [weak, generation](bus::pull_event e) {
+    auto self = weak.lock();
+    if (!self) return;
+    if (self->generation_ == generation) self->on_event(e);
   };
-  callbacks.on_stopped = [weak] {
-    if (auto self = weak.lock()) self->on_stopped();
+  callbacks.on_stopped = [weak, generation] {
+    auto self = weak.lock();
+    if (self && self->generation_ == generation) self->on_stopped();
   };
   if (stream) {
     // Every reader reads every message: none waits in line.
     puller_ = bus_->make_stream_puller(routing::consumer_name(options_.queue), options_.reader,
                                        channel_->ctx.executor(), std::move(callbacks));
-    return pump();
+    return;
   }
   const auto sharing = channel_->ctx.state().sharing_of(options_.queue);
   single_active_ = sharing == bus::queue_sharing::single_active;
   shown_count_ = delivery_count_of(channel_->ctx.state().type_of(options_.queue), /*get=*/false);
   puller_ = bus_->make_puller(routing::consumer_name(options_.queue), channel_->ctx.executor(), std::move(callbacks),
                               sharing, options_.priority);
-  pump();
+}
+
+void consumer::reopen_reader() {
+  if (reopening_ || !channel_ || cancelled_ || cancel_done_) return;
+  reopening_ = true;
+  bus::stream_start start = options_.start;
+  if (last_seq_ > 0) {
+    start.kind = bus::stream_start::from::sequence;
+    start.sequence = last_seq_ + 1;
+  }
+  auto create = [bus = bus_, queue = routing::consumer_name(options_.queue), start] {
+    return bus->create_stream_reader(queue, start);
+  };
+  bus_->run_blocking(channel_->ctx.executor(), std::move(create),
+                     [weak = weak_from_this()](bus::bus_result<std::string> reader) {
+                       auto self = weak.lock();
+                       if (!self) return;
+                       self->reopening_ = false;
+                       if (!self->channel_ || self->cancelled_ || self->cancel_done_ || !reader) {
+                         if (reader) {
+                           auto bus = self->bus_;
+                           auto queue = routing::consumer_name(self->options_.queue);
+                           boost::asio::post(bus->worker_executor(), [bus, queue, name = *reader] {
+                             (void)bus->delete_stream_reader(queue, name);
+                           });
+                         }
+                         if (self->channel_ && !self->cancelled_ && !self->cancel_done_) self->retry_later();
+                         return;
+                       }
+                       // The old puller's requests end (what they did not bring is given back);
+                       // the old reader is gone, or goes.
+                       // What the old puller asked for and did not bring is the new one's to
+                       // ask for; what it still brings is dropped (generation_).
+                       auto old = std::move(self->puller_);
+                       self->give(old->asked());
+                       old->stop();
+                       self->drop_reader();
+                       self->options_.reader = std::move(*reader);
+                       self->reader_dropped_ = false;
+                       self->start_puller();
+                       self->pump();
+                     });
 }
 
 // What to ask for now. A consumer's window is what it may have asked for at once: its prefetch,
@@ -146,6 +200,7 @@ void consumer::on_delivery(bus::delivery d) {
     return;
   }
   if (reads_stream()) {
+    last_seq_ = std::max(last_seq_, d.stream_seq);
     // Its place in the stream queue, from 0 (the bus's stream sequences start at 1).
     const std::uint64_t offset = d.stream_seq > 0 ? d.stream_seq - 1 : 0;
     deliver(*channel_, options_.tag, false, shared_from_this(), std::move(d), delivery_count::never, offset);
@@ -164,6 +219,7 @@ void consumer::on_delivery(bus::delivery d) {
 void consumer::on_event(const bus::pull_event& e) {
   give(e.unfilled);
   if (!channel_) return;
+  if (reads_stream() && e.status == bus::pull_status::consumer_gone) return reopen_reader();
   switch (e.status) {
     case bus::pull_status::no_messages:
     case bus::pull_status::request_expired:
@@ -187,6 +243,7 @@ void consumer::on_event(const bus::pull_event& e) {
 void consumer::on_stopped() {
   drop_reader();
   if (!cancelled_) return;
+  cancel_done_ = true;
   auto keep = shared_from_this();  // `done` may drop the channel's reference
   auto done = std::move(cancelled_);
   cancelled_ = nullptr;

@@ -51,6 +51,7 @@ class consumer final : public std::enable_shared_from_this<consumer> {
     // A stream queue's consumer: its reader on the queue's stream (bus::client::create_stream_reader),
     // deleted when the consumer goes. Empty for every other queue's.
     std::string reader{};
+    bus::stream_start start{};  // where the reader started (x-stream-offset)
   };
   consumer(basic_state& channel, options o);
   ~consumer();
@@ -88,6 +89,10 @@ class consumer final : public std::enable_shared_from_this<consumer> {
   void retry_later();
   bool wait_for_socket();
   void drop_reader();  // once, when it asks for nothing more
+  // The bus lost the reader (deleted after its inactive threshold, or a bus failure): a new one
+  // starts after the last message delivered (where the first started, when none was).
+  void reopen_reader();
+  void start_puller();
 
   basic_state* channel_;  // null once stopped
   options options_;
@@ -106,6 +111,10 @@ class consumer final : public std::enable_shared_from_this<consumer> {
   bool drain_armed_ = false;  // waits for the connection's output to drain
   std::function<void()> cancelled_;  // cancel()'s continuation, until the puller stopped
   bool reader_dropped_ = false;
+  bool reopening_ = false;
+  bool cancel_done_ = false;       // its cancel was answered: no reader is opened again
+  std::uint64_t last_seq_ = 0;     // a stream consumer's last delivered stream sequence
+  std::uint64_t generation_ = 0;   // its current puller's: an older one's deliveries are dropped
 };
 
 }  // namespace amqp::broker
