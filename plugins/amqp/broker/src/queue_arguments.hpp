@@ -1,7 +1,7 @@
 #pragma once
 // queue.declare arguments: RabbitMQ's `x-*` queue arguments that this translation honours,
 // accepts as hints, or refuses. Refused are those that change WHAT a consumer is delivered
-// and are not built yet (byte limits, priorities, streams):
+// and are not built yet (byte and age limits outside stream queues, priorities, stream segments):
 // approximating them would deliver a different set, so they answer 540 with a remedy (the
 // rationale of HIP-1326, "What is not implemented, and how it says so"). Arguments RabbitMQ
 // itself does not know are ignored, as it does.
@@ -40,9 +40,10 @@ std::optional<std::uint64_t> max_age_seconds(std::string_view text);
 
 // The arguments honoured with the queue's definition (x-message-ttl, x-dead-letter-exchange,
 // x-dead-letter-routing-key, x-delivery-limit, x-expires, x-single-active-consumer, x-max-length,
-// x-overflow, x-queue-type) written into `def`; x-dead-letter-strategy is
-// checked (dead-lettering is always at least once, which satisfies either value). False with
-// RabbitMQ's 406 "invalid arg" sentence in `refusal` for a value of the wrong type or range.
+// x-overflow, x-queue-type; a stream queue's x-max-age and x-max-length-bytes) written into
+// `def`; x-dead-letter-strategy is checked (dead-lettering is always at least once, which
+// satisfies either value). False with RabbitMQ's 406 "invalid arg" sentence in `refusal` for a
+// value of the wrong type or range.
 bool read_queue_arguments(const wire::field_table& arguments, std::string_view queue, std::string_view vhost,
                           routing::name_rules names,
                           routing::queue_def& def, std::string& refusal);
