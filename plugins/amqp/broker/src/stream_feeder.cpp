@@ -83,15 +83,7 @@ void stream_feeder::copied(const std::string& reply, const bus::bus_status& outc
   if (auto owner = owner_.lock(); owner && !stopped_ && !retry_armed_)
     owner->warn("copying a message into stream queue '" + queue_ + "': " + outcome.error().text +
                 " (tried again in a second)");
-  if (retry_armed_ || stopped_) return;
-  retry_armed_ = true;
-  retry_.expires_after(feed_retry_delay);
-  retry_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (!self) return;
-    self->retry_armed_ = false;
-    if (!ec) self->pump();
-  });
+  retry_soon();
 }
 
 void stream_feeder::on_event(const bus::pull_event& e) {
@@ -103,16 +95,21 @@ void stream_feeder::on_event(const bus::pull_event& e) {
     case bus::pull_status::pin_lost:  // another replica's feeder holds the queue: wait in line
       return pump();
     default:
-      if (retry_armed_ || stopped_) return;
-      retry_armed_ = true;
-      retry_.expires_after(feed_retry_delay);
-      retry_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-        auto self = weak.lock();
-        if (!self) return;
-        self->retry_armed_ = false;
-        if (!ec) self->pump();
-      });
+      retry_soon();
   }
+}
+
+// After a bus error: asked again in a second, once however many errors came meanwhile.
+void stream_feeder::retry_soon() {
+  if (retry_armed_ || stopped_) return;
+  retry_armed_ = true;
+  retry_.expires_after(feed_retry_delay);
+  retry_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (!self) return;
+    self->retry_armed_ = false;
+    if (!ec) self->pump();
+  });
 }
 
 }  // namespace amqp::broker

@@ -32,6 +32,7 @@ class stream_feeder final : public std::enable_shared_from_this<stream_feeder> {
   void on_delivery(bus::delivery d);
   void on_event(const bus::pull_event& e);
   void copied(const std::string& reply, const bus::bus_status& outcome);
+  void retry_soon();
 
   std::weak_ptr<broker> owner_;
   std::shared_ptr<bus::client> bus_;

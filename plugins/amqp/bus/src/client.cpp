@@ -89,22 +89,16 @@ void client_impl::publish(std::string subject, std::string amqp_props_b64, std::
                       std::move(ex), std::move(done));
 }
 
-namespace {
-
-// RFC 3339 in UTC with milliseconds, as a schedule's "@at" reads it.
 std::string rfc3339(std::chrono::system_clock::time_point at) {
-  const auto ms = std::chrono::time_point_cast<std::chrono::milliseconds>(at);
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(ms);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+  const auto seconds = static_cast<std::time_t>(ns / 1'000'000'000);
   std::tm utc{};
   gmtime_r(&seconds, &utc);
   char text[64];
-  const auto millis = static_cast<int>((ms.time_since_epoch() % std::chrono::seconds{1}).count());
-  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
-                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, millis);
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<long long>(ns % 1'000'000'000));
   return text;
 }
-
-}  // namespace
 
 void client_impl::publish_delayed(std::string subject, std::string schedule_prefix,
                                   std::chrono::system_clock::time_point at, std::string amqp_props_b64,

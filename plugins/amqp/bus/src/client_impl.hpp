@@ -46,6 +46,9 @@ inline constexpr const char* delayed_holder = "~delayed";
 
 using json = nlohmann::json;
 
+// RFC 3339 in UTC with nanoseconds, as the server reads a schedule's "@at" and opt_start_time.
+std::string rfc3339(std::chrono::system_clock::time_point at);
+
 class puller_impl;
 class client_impl;
 

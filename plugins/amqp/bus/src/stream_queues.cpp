@@ -2,7 +2,6 @@
 // consumer on stream AMQP by the broker, and read by consumers of their own there (ack policy
 // none), so that any number of readers see the same messages without taking them away.
 #include <boost/asio/post.hpp>
-#include <ctime>
 
 #include "client_impl.hpp"
 #include "error.hpp"
@@ -19,18 +18,6 @@ constexpr std::chrono::seconds reader_inactive_threshold{3600};
 
 std::string stream_step(const char* what, const std::string& queue) {
   return std::string{what} + " stream " + queue_stream_name(queue) + " of stream queue " + queue;
-}
-
-// RFC 3339 in UTC with nanoseconds, as the server reads opt_start_time.
-std::string rfc3339_ns(std::chrono::system_clock::time_point at) {
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
-  const std::time_t seconds = static_cast<std::time_t>(ns / 1'000'000'000);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[64];
-  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", utc.tm_year + 1900, utc.tm_mon + 1,
-                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<long long>(ns % 1'000'000'000));
-  return text;
 }
 
 }  // namespace
@@ -111,7 +98,7 @@ bus_result<std::string> client_impl::create_stream_reader(const std::string& que
       break;
     case stream_start::from::time:
       config["deliver_policy"] = "by_start_time";
-      config["opt_start_time"] = rfc3339_ns(start.time);
+      config["opt_start_time"] = rfc3339(start.time);
       break;
   }
   const std::string name = queue_stream_name(queue);
