@@ -83,13 +83,7 @@ void consumer::reopen_reader() {
                        if (!self) return;
                        self->reopening_ = false;
                        if (!self->channel_ || self->cancelled_ || self->cancel_done_ || !reader) {
-                         if (reader) {
-                           auto bus = self->bus_;
-                           auto queue = routing::consumer_name(self->options_.queue);
-                           boost::asio::post(bus->worker_executor(), [bus, queue, name = *reader] {
-                             (void)bus->delete_stream_reader(queue, name);
-                           });
-                         }
+                         if (reader) self->delete_reader(*reader);
                          if (self->channel_ && !self->cancelled_ && !self->cancel_done_) self->retry_later();
                          return;
                        }
@@ -188,8 +182,12 @@ void consumer::stop() {
 void consumer::drop_reader() {
   if (!reads_stream() || reader_dropped_) return;
   reader_dropped_ = true;
-  boost::asio::post(bus_->worker_executor(), [bus = bus_, queue = routing::consumer_name(options_.queue),
-                                              reader = options_.reader] {
+  delete_reader(options_.reader);
+}
+
+// Off the io thread: a delete waits for the bus.
+void consumer::delete_reader(const std::string& reader) {
+  boost::asio::post(bus_->worker_executor(), [bus = bus_, queue = routing::consumer_name(options_.queue), reader] {
     (void)bus->delete_stream_reader(queue, reader);
   });
 }

@@ -89,6 +89,7 @@ class consumer final : public std::enable_shared_from_this<consumer> {
   void retry_later();
   bool wait_for_socket();
   void drop_reader();  // once, when it asks for nothing more
+  void delete_reader(const std::string& reader);
   // The bus lost the reader (deleted after its inactive threshold, or a bus failure): a new one
   // starts after the last message delivered (where the first started, when none was).
   void reopen_reader();
