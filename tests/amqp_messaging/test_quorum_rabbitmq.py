@@ -80,14 +80,21 @@ def redeclarations(s):
     return out
 
 
+def get_within(s, queue, seconds):
+    """basic.get of the queue's next message (not acked), waiting for one `seconds` at most:
+    (method, properties), method None when none came."""
+    deadline, method, props = time.monotonic() + seconds, None, None
+    while method is None and time.monotonic() < deadline:
+        method, props, _ = s.ch.basic_get(queue, auto_ack=False)
+        time.sleep(0 if method else 0.05)
+    return method, props
+
+
 def get_and_return(s, queue, times):
     """(redelivered, x-delivery-count) of each basic.get of the queue's one message, nacked back."""
     seen = []
     for _ in range(times):
-        deadline, method = time.monotonic() + 15, None
-        while method is None and time.monotonic() < deadline:
-            method, props, _ = s.ch.basic_get(queue, auto_ack=False)
-            time.sleep(0 if method else 0.05)
+        method, props = get_within(s, queue, 15)
         if method is None:
             break
         seen.append([method.redelivered, (props.headers or {}).get("x-delivery-count")])
@@ -138,10 +145,7 @@ def returned_until_gone(s, limit=None, most=25):
     s.ch.basic_publish("", q, b"bounce")
     deliveries = 0
     while deliveries < most:
-        deadline, method = time.monotonic() + 3, None
-        while method is None and time.monotonic() < deadline:
-            method, _, _ = s.ch.basic_get(q, auto_ack=False)
-            time.sleep(0 if method else 0.05)
+        method, _ = get_within(s, q, 3)
         if method is None:
             break
         deliveries += 1

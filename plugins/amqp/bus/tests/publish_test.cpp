@@ -4,11 +4,12 @@
 
 #include <atomic>
 #include <deque>
+#include <initializer_list>
 #include <limits>
 #include <set>
 #include <thread>
 
-#include "nats_server.hpp"
+#include "bus_harness.hpp"
 
 using namespace amqp::bus;
 using namespace amqp::bus::test;
@@ -16,31 +17,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct harness {
-  nats_server server;
-  std::shared_ptr<client> bus;
-  boost::asio::io_context io;
-
-  explicit harness(std::size_t max_in_flight = 4096, std::chrono::seconds ack_wait = client_options{}.ack_wait) {
-    auto o = options_for(server.url());
-    o.max_publish_in_flight = max_in_flight;
-    o.ack_wait = ack_wait;
-    auto c = client::open(o);
-    REQUIRE_MESSAGE(c.ok(), c.error().text);
-    bus = *c;
-  }
-  ~harness() { client::close_and_release(bus, std::chrono::steady_clock::now() + 10s); }
-
-  // Runs the io_context until `done()` or the timeout.
-  template <class Pred>
-  bool run_until(Pred done, std::chrono::milliseconds timeout = 5s) {
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    while (!done() && std::chrono::steady_clock::now() < until) {
-      io.run_for(10ms);
-      io.restart();
-    }
-    return done();
-  }
+struct harness : bus_harness {
+  explicit harness(std::size_t max_in_flight = 4096, std::chrono::seconds ack_wait = client_options{}.ack_wait)
+      : bus_harness([=](client_options& o) {
+          o.max_publish_in_flight = max_in_flight;
+          o.ack_wait = ack_wait;
+        }) {}
 
   bus_status publish_one(const std::string& subject, const std::string& props, const std::string& body) {
     std::optional<bus_status> result;
@@ -91,6 +73,15 @@ struct collector {
 // Until the server lists `n` waiting requests of `queue`: the order it got them in is then settled.
 bool waiting_requests(harness& h, const std::string& queue, std::uint64_t n) {
   return h.run_until([&] { return h.server.api("CONSUMER.INFO.AMQP." + queue)["num_waiting"] == n; });
+}
+
+// Acks what each collector got, then stops it and waits until it has.
+void ack_and_stop(harness& h, std::initializer_list<collector*> collectors) {
+  for (auto* c : collectors) {
+    for (const auto& d : c->deliveries) h.bus->ack(d.reply);
+    c->p->stop();
+    REQUIRE(h.run_until([&] { return c->stopped(); }));
+  }
 }
 
 // What one basic.get-style pull found.
@@ -435,11 +426,7 @@ TEST_CASE("consumer priorities: the higher one's request is served while it asks
   REQUIRE(h.run_until([&] { return high.deliveries.size() == 4; }));
   CHECK(high.deliveries.back().body == "m5");
   CHECK(low.deliveries.size() == 2);
-  for (auto* c : {&high, &low}) {
-    for (const auto& d : c->deliveries) h.bus->ack(d.reply);
-    c->p->stop();
-    REQUIRE(h.run_until([&] { return c->stopped(); }));
-  }
+  ack_and_stop(h, {&high, &low});
 }
 
 TEST_CASE("consumer priorities: equal ones are served in turn") {
@@ -455,11 +442,7 @@ TEST_CASE("consumer priorities: equal ones are served in turn") {
   REQUIRE(h.run_until([&] { return a.deliveries.size() + b.deliveries.size() == 6; }));
   CHECK(a.bodies() == std::vector<std::string>{"m0", "m2", "m4"});
   CHECK(b.bodies() == std::vector<std::string>{"m1", "m3", "m5"});
-  for (auto* c : {&a, &b}) {
-    for (const auto& d : c->deliveries) h.bus->ack(d.reply);
-    c->p->stop();
-    REQUIRE(h.run_until([&] { return c->stopped(); }));
-  }
+  ack_and_stop(h, {&a, &b});
 }
 
 // A store from before consumer priorities: its queue consumers have no priority group.

@@ -6,7 +6,7 @@
 
 #include <deque>
 
-#include "nats_server.hpp"
+#include "bus_harness.hpp"
 
 using namespace amqp::bus;
 using namespace amqp::bus::test;
@@ -14,28 +14,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct harness {
-  nats_server server;
-  std::shared_ptr<client> bus;
-  boost::asio::io_context io;
-
-  harness() {
-    auto c = client::open(options_for(server.url()));
-    REQUIRE_MESSAGE(c.ok(), c.error().text);
-    bus = *c;
-  }
-  ~harness() { client::close_and_release(bus, std::chrono::steady_clock::now() + 10s); }
-
-  template <class Pred>
-  bool run_until(Pred done, std::chrono::milliseconds timeout = 5s) {
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    while (!done() && std::chrono::steady_clock::now() < until) {
-      io.run_for(10ms);
-      io.restart();
-    }
-    return done();
-  }
-
+struct harness : bus_harness {
   bus_status copy(const std::string& queue, const std::string& id, const std::string& body,
                   const std::string& routed_as = "amqp.d.s") {
     std::optional<bus_status> result;
