@@ -240,12 +240,14 @@ def run_program(argv, cwd, env):
 
 
 def parse(client, output):
-    """(scenarios {name: {verdict, reason}}, required names, protocol problems)."""
-    scenarios, required, problems = {}, list(STANDARD), []
+    """(scenarios {name: {verdict, reason}}, required names, protocol problems, library)."""
+    scenarios, required, problems, library = {}, list(STANDARD), [], None
     for line in output.splitlines():
         words = line.split()
-        if len(words) >= 2 and words[0] in ("RESULT", "SCENARIOS") and words[1] != client:
+        if len(words) >= 2 and words[0] in ("RESULT", "SCENARIOS", "LIBRARY") and words[1] != client:
             problems.append(f"line names client {words[1]!r}, expected {client!r}: {line}")
+        elif words[:1] == ["LIBRARY"] and len(words) >= 4:
+            library = line.split(None, 2)[2]
         elif words[:1] == ["SCENARIOS"]:
             required += [w for w in words[2:] if w not in required]
         elif words[:1] == ["RESULT"]:
@@ -259,7 +261,9 @@ def parse(client, output):
     for name in required:
         if name not in scenarios:
             scenarios[name] = {"verdict": "fail", "reason": "not reported by the program"}
-    return scenarios, required, problems
+    if library is None:
+        problems.append("no LIBRARY line: the program did not say which release of its library it ran")
+    return scenarios, required, problems, library
 
 
 def bus_state(cloud):
@@ -320,7 +324,7 @@ def run_client(client, lang, path):
         record["problems"].append(f"server error: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    scenarios, _, problems = parse(client, output)
+    scenarios, _, problems, library = parse(client, output)
     problems = record["problems"] + problems
     if code is None and ran:
         problems.append(f"killed after {TIMEOUT:.0f}s")
@@ -328,7 +332,7 @@ def run_client(client, lang, path):
         problems.append(f"exit code {code} although no scenario failed")
     elif code == 0 and any(s["verdict"] == "fail" for s in scenarios.values()):
         problems.append("exit code 0 although a scenario failed")
-    record.update(exit_code=code, seconds=round(time.monotonic() - started, 1), scenarios=scenarios,
+    record.update(exit_code=code, seconds=round(time.monotonic() - started, 1), scenarios=scenarios, library=library,
                   finished=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                   problems=problems, output=output)
     return record

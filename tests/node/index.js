@@ -18,7 +18,22 @@ function load(name, file) {
   }
 }
 
+// The release of package `name` that require() loads here: its package.json, found by walking up
+// from its entry point, because `exports` maps may not publish package.json itself.
+function versionOf(name) {
+  const fs = require('node:fs');
+  for (let dir = path.dirname(require.resolve(name)); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    const manifest = path.join(dir, 'package.json');
+    if (fs.existsSync(manifest)) {
+      const pkg = JSON.parse(fs.readFileSync(manifest, 'utf8'));
+      if (pkg.name === name) return pkg.version;
+    }
+  }
+  throw new Error(`no package.json of ${name} above ${require.resolve(name)}`);
+}
+
 module.exports = {
+  versionOf,
   get amqplib() { return load('amqplib'); },
   get amqplibCallback() { return load('amqplib/callback_api'); },
   get rabbitmqClient() { return load('rabbitmq-client'); },

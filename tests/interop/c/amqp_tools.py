@@ -26,6 +26,9 @@ RACE_WAIT = min(15.0, _interop.WAIT)
 EXTRAS = ("tools_roundtrip", "tools_requeue_on_close", "tools_get_during_declare", "tools_get_after_consume",
           "tools_unacked_across_restart")
 report = _interop.Report("amqp_tools", extras=EXTRAS)
+print(f"LIBRARY {report.client} amqp-tools "
+      f"{subprocess.run(['dpkg-query', '-W', '-f=${Version}', 'amqp-tools'], capture_output=True, text=True).stdout}"
+      " (Debian)", flush=True)
 
 # The command amqp-consume runs per message: appends the body and a newline to $1. When the body
 # equals $3 it then blocks until the FIFO $2 is opened for writing and closed (the test's release),

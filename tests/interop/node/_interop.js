@@ -19,6 +19,11 @@ class Report {
     if (extras.length) console.log(`SCENARIOS ${this.client} ${extras.join(' ')}`);
   }
 
+  // The LIBRARY line: the release of npm package `name` this program loaded.
+  library(name) {
+    console.log(`LIBRARY ${this.client} ${name} ${require('../../node').versionOf(name)} (npm)`);
+  }
+
   // An exchange or queue name of this client's own.
   name(suffix) {
     return `${this.client}-${suffix}`;

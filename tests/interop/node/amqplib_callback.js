@@ -9,6 +9,7 @@ const {
 } = require('./_interop');
 
 const report = new Report('amqplib_callback');
+report.library('amqplib');
 const EXCHANGE = report.name('topic');
 
 // An error-first callback that hands its results to `fn`, and any error (or a failed assertion

@@ -9,6 +9,7 @@ const {
 } = require('./_interop');
 
 const report = new Report('amqplib_promise');
+report.library('amqplib');
 const EXCHANGE = report.name('topic');
 
 async function freshQueue(ch, suffix, key, args) {

@@ -9,6 +9,7 @@ const { URL, Report, once, restartServer, headersOf, bodies, Window } = require(
 
 const { Connection, ConsumerStatus } = rabbitmqClient;
 const report = new Report('rabbitmq_client');
+report.library('rabbitmq-client');
 const EXCHANGE = report.name('topic');
 
 // Retries (reconnects) quickly: the reconnect scenario's server is back within seconds.

@@ -35,6 +35,11 @@ class Report:
         if extras:
             print(f"SCENARIOS {self.client} {' '.join(extras)}", flush=True)
 
+    def library(self, module, name=None):
+        """The LIBRARY line: the release of `module` this process loaded, and whose package it is."""
+        origin = "Debian" if module.__file__.startswith("/usr/lib/python3/dist-packages/") else "PyPI"
+        print(f"LIBRARY {self.client} {name or module.__name__} {module.__version__} ({origin})", flush=True)
+
     def name(self, suffix):
         """An exchange or queue name of this client's own."""
         return f"{self.client}-{suffix}"

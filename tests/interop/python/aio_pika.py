@@ -17,6 +17,7 @@ from _interop import (URL, WAIT, Refused, Report, bodies, expect, expect_equal, 
                       headers_of, restart_server_async)
 
 report = Report("aio_pika", extras=["master_worker", "rpc_pattern"])
+report.library(aio_pika, "aio-pika")
 
 
 def message(body, i=0):

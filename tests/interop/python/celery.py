@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 
+import celery
 from celery import Celery
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -22,6 +23,7 @@ from _interop import (URL, WAIT, NotApplicable, Report, expect, expect_equal,  #
 from interop_tasks import add, app, gate, reject_once  # noqa: E402
 
 report = Report("celery", extras=["celery_rpc", "celery_defaults"])
+report.library(celery)
 SCRATCH = os.environ.get("INTEROP_TMP", "/tmp")
 
 

@@ -9,6 +9,7 @@ import os
 import socket
 import sys
 
+import kombu
 from kombu import Connection, Consumer, Exchange, Producer, Queue
 
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after the library: see _interop
@@ -16,6 +17,7 @@ from _interop import (URL, WAIT, Report, expect, expect_equal, headers_of, resta
                       wait_until)
 
 report = Report("kombu", extras=["simple_queue"])
+report.library(kombu)
 EXCHANGE = Exchange(report.name("topic"), type="topic", durable=True)
 RETRY = {"max_retries": 60, "interval_start": 0.1, "interval_step": 0.2, "interval_max": 1}
 

@@ -11,6 +11,7 @@ from _interop import (URL, Report, bodies, expect, expect_equal, headers_of, res
 from _pika_shared import expect_round_trip, properties  # noqa: E402
 
 report = Report("pika_blocking", extras=["cancel_notify", "dead_letter", "length_limit", "single_active_consumer"])
+report.library(pika)
 EXCHANGE = report.name("topic")
 
 

@@ -17,6 +17,7 @@ from _interop import (URL, WAIT, Report, bodies, expect, expect_equal, headers_o
 from _pika_shared import expect_round_trip, properties  # noqa: E402
 
 report = Report("pika_select")
+report.library(pika)
 EXCHANGE = report.name("topic")
 
 

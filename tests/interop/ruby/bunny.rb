@@ -6,6 +6,8 @@ require "timeout"
 
 $stdout.sync = true
 CLIENT = "bunny"
+BUNNY_ORIGIN = Bunny.method(:new).source_location.first.start_with?("/usr/") ? "Debian" : "RubyGems"
+puts "LIBRARY #{CLIENT} bunny #{Bunny::VERSION} (#{BUNNY_ORIGIN})"
 # Every wait for an event (a delivery, a confirm, a return, a recovery) is bounded, so that a
 # missing event becomes a `fail` rather than a hang; a sanitized server is slow, hence generous.
 WAIT = 30

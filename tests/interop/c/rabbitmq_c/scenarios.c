@@ -302,6 +302,7 @@ int main(void) {
       {"basic_get", basic_get},
       {"reconnect", reconnect}, /* restarts the server: last */
   };
+  printf("LIBRARY %s rabbitmq-c %s (Debian)\n", CLIENT, amqp_version());
   int failed = 0;
   for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
     failed |= !run_scenario(scenarios[i].name, scenarios[i].run);
