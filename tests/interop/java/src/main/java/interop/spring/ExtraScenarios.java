@@ -44,14 +44,14 @@ final class ExtraScenarios {
         int count = 20;
         CountDownLatch twoAtOnce = new CountDownLatch(2), handled = new CountDownLatch(count);
         Map<String, String> consumerOf = new ConcurrentHashMap<>();
-        List<String> duplicates = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<String> problems = java.util.Collections.synchronizedList(new ArrayList<>());
         ChannelAwareMessageListener listener = (message, channel) -> {
             twoAtOnce.countDown();
             if (!twoAtOnce.await(Interop.WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
-                duplicates.add("no second consumer held a message while " + text(message) + " was held");
+                problems.add("no second consumer held a message while " + text(message) + " was held");
             }
             if (consumerOf.putIfAbsent(text(message), message.getMessageProperties().getConsumerTag()) != null) {
-                duplicates.add(text(message));
+                problems.add(text(message) + " handled twice");
             }
             channel.basicAck(message.getMessageProperties().getDeliveryTag(), false);
             handled.countDown();
@@ -64,7 +64,7 @@ final class ExtraScenarios {
             check(handled.await(Interop.WAIT.toMillis(), TimeUnit.MILLISECONDS),
                   handled.getCount() + " of " + count + " messages were not handled");
         }
-        check(duplicates.isEmpty(), "problems: " + duplicates);
+        check(problems.isEmpty(), String.join("; ", problems));
         expect(count, consumerOf.size(), "distinct messages handled");
         Set<String> consumers = Set.copyOf(consumerOf.values());
         check(consumers.size() >= 2, "only consumer(s) " + consumers + " handled messages");
