@@ -7,6 +7,8 @@ import com.rabbitmq.client.Delivery;
 import com.rabbitmq.client.Envelope;
 import interop.Interop;
 import interop.Rabbit;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -44,17 +46,17 @@ class Deliveries extends DefaultConsumer {
         return arrived.poll(window.toMillis(), TimeUnit.MILLISECONDS);
     }
 
-    void ack(Delivery d) throws java.io.IOException {
+    void ack(Delivery d) throws IOException {
         unacked.decrementAndGet();
         getChannel().basicAck(d.getEnvelope().getDeliveryTag(), false);
     }
 
-    void nack(Delivery d, boolean requeue) throws java.io.IOException {
+    void nack(Delivery d, boolean requeue) throws IOException {
         unacked.decrementAndGet();
         getChannel().basicNack(d.getEnvelope().getDeliveryTag(), false, requeue);
     }
 
-    void reject(Delivery d, boolean requeue) throws java.io.IOException {
+    void reject(Delivery d, boolean requeue) throws IOException {
         unacked.decrementAndGet();
         getChannel().basicReject(d.getEnvelope().getDeliveryTag(), requeue);
     }
@@ -65,6 +67,6 @@ class Deliveries extends DefaultConsumer {
     }
 
     static String text(Delivery d) {
-        return new String(d.getBody(), java.nio.charset.StandardCharsets.UTF_8);
+        return new String(d.getBody(), StandardCharsets.UTF_8);
     }
 }

@@ -12,8 +12,8 @@ import com.rabbitmq.client.MessageProperties;
 import com.rabbitmq.client.Recoverable;
 import com.rabbitmq.client.RecoveryListener;
 import interop.Interop;
-import interop.Rabbit;
 import interop.Interop.Verdict;
+import interop.Rabbit;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 

@@ -11,9 +11,12 @@ import com.rabbitmq.client.GetResponse;
 import com.rabbitmq.client.MessageProperties;
 import com.rabbitmq.client.Return;
 import interop.Interop;
-import interop.Rabbit;
 import interop.Interop.Verdict;
+import interop.Rabbit;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -92,7 +95,7 @@ final class StandardScenarios {
             channel.basicConsume(queue, false, deliveries);
             // Holds each batch of `prefetch` unacked before acking it: a server that ignored
             // the bound would have delivered more by then, and mostUnacked would show it.
-            java.util.List<Delivery> held = new java.util.ArrayList<>();
+            List<Delivery> held = new ArrayList<>();
             for (int i = 0; i < count; i++) {
                 Delivery d = deliveries.next("message m" + i);
                 expect("m" + i, Deliveries.text(d), "message " + i + " (in order)");
@@ -107,7 +110,7 @@ final class StandardScenarios {
             }
             check(deliveries.mostUnacked() <= prefetch,
                   "held " + deliveries.mostUnacked() + " unacked at once with prefetch " + prefetch);
-            check(deliveries.within(java.time.Duration.ofMillis(200)) == null, "a message arrived twice");
+            check(deliveries.within(Duration.ofMillis(200)) == null, "a message arrived twice");
             expect(0, channel.queueDeclarePassive(queue).getMessageCount(), "messages left in the queue");
             channel.queueDelete(queue);
         }

@@ -9,6 +9,7 @@ import com.rabbitmq.client.ShutdownSignalException;
 import interop.Interop;
 import interop.Interop.Verdict;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -44,7 +45,7 @@ final class ExtraScenarios {
         int count = 20;
         CountDownLatch twoAtOnce = new CountDownLatch(2), handled = new CountDownLatch(count);
         Map<String, String> consumerOf = new ConcurrentHashMap<>();
-        List<String> problems = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<String> problems = Collections.synchronizedList(new ArrayList<>());
         ChannelAwareMessageListener listener = (message, channel) -> {
             twoAtOnce.countDown();
             if (!twoAtOnce.await(Interop.WAIT.toMillis(), TimeUnit.MILLISECONDS)) {

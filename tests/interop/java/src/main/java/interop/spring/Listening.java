@@ -1,6 +1,7 @@
 package interop.spring;
 
 import interop.Interop;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -74,6 +75,6 @@ final class Listening implements AutoCloseable {
     }
 
     static String text(Message message) {
-        return new String(message.getBody(), java.nio.charset.StandardCharsets.UTF_8);
+        return new String(message.getBody(), StandardCharsets.UTF_8);
     }
 }

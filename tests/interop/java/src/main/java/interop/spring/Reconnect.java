@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.springframework.amqp.core.AnonymousQueue;
 import org.springframework.amqp.core.Message;
+import org.springframework.amqp.core.MessageDeliveryMode;
 import org.springframework.amqp.core.MessageListener;
 import org.springframework.amqp.rabbit.connection.CorrelationData;
 import org.springframework.amqp.rabbit.listener.AsyncConsumerRestartedEvent;
@@ -71,7 +72,7 @@ final class Reconnect {
     private void publishConfirmed(String exchange, String body) throws Exception {
         CorrelationData correlation = new CorrelationData("reconnect-" + body);
         spring.template.convertAndSend(exchange, "", body, m -> {
-            m.getMessageProperties().setDeliveryMode(org.springframework.amqp.core.MessageDeliveryMode.PERSISTENT);
+            m.getMessageProperties().setDeliveryMode(MessageDeliveryMode.PERSISTENT);
             return m;
         }, correlation);
         Spring.expectAck(correlation);

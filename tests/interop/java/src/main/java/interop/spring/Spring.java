@@ -1,6 +1,7 @@
 package interop.spring;
 
 import interop.Interop;
+import java.util.concurrent.TimeUnit;
 import org.springframework.amqp.rabbit.connection.CachingConnectionFactory;
 import org.springframework.amqp.rabbit.connection.CorrelationData;
 import org.springframework.amqp.rabbit.core.RabbitAdmin;
@@ -27,7 +28,7 @@ final class Spring {
 
     /** Fails unless the server acked the publish that carried {@code correlation}. */
     static void expectAck(CorrelationData correlation) throws Exception {
-        CorrelationData.Confirm confirm = correlation.getFuture().get(Interop.WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        CorrelationData.Confirm confirm = correlation.getFuture().get(Interop.WAIT.toMillis(), TimeUnit.MILLISECONDS);
         Interop.check(confirm.ack(), "publish " + correlation.getId() + " was nacked: " + confirm.reason());
     }
 }

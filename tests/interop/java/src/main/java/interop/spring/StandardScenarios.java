@@ -4,13 +4,16 @@ import static interop.Interop.check;
 import static interop.Interop.expect;
 import static interop.spring.Listening.text;
 
+import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.GetResponse;
 import interop.Interop;
 import interop.Interop.Verdict;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.springframework.amqp.core.Message;
 import org.springframework.amqp.core.MessageBuilder;
@@ -83,8 +86,8 @@ final class StandardScenarios {
     }
 
     /** A record of one delivery a MANUAL-ack listener holds: the message and the channel to ack it on. */
-    record Held(Message message, com.rabbitmq.client.Channel channel) {
-        void ack() throws java.io.IOException {
+    record Held(Message message, Channel channel) {
+        void ack() throws IOException {
             channel.basicAck(message.getMessageProperties().getDeliveryTag(), false);
         }
     }
@@ -155,7 +158,7 @@ final class StandardScenarios {
     Verdict mandatoryReturn() throws Exception {
         CorrelationData correlation = new CorrelationData("bounce");
         spring.template.convertAndSend(spring.names.unroutedExchange(), "nobody", "bounce", correlation);
-        ReturnedMessage r = spring.callbacks.returned.poll(Interop.WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        ReturnedMessage r = spring.callbacks.returned.poll(Interop.WAIT.toMillis(), TimeUnit.MILLISECONDS);
         check(r != null, "the ReturnsCallback got nothing");
         expect(312, r.getReplyCode(), "basic.return reply-code");
         expect("NO_ROUTE", r.getReplyText(), "basic.return reply-text");
