@@ -1,7 +1,8 @@
 // Command amqp091_go is the interop matrix's program for github.com/rabbitmq/amqp091-go, the Go
-// client RabbitMQ maintains (Debian's golang-github-rabbitmq-amqp091-go-dev). It runs each
-// scenario against AMQP_URL in the client's own idiom and prints one RESULT line per scenario,
-// as tests/interop/README.md specifies. Besides the standard scenarios it runs the two consumer
+// client RabbitMQ maintains. One program, two builds: Debian's golang-github-rabbitmq-amqp091-go-dev
+// in GOPATH mode (client amqp091_go) and the current release in module mode (client
+// amqp091_go_module, this folder's go.mod). It runs each scenario against AMQP_URL in the
+// client's own idiom and prints one RESULT line per scenario, as tests/interop/README.md specifies. Besides the standard scenarios it runs the two consumer
 // patterns of a humus-style RabbitMQ service (a careful client's design): ordered_drain and at_most_once_batch.
 package main
 
@@ -12,7 +13,15 @@ import (
 	"time"
 )
 
-const client = "amqp091_go"
+// client is the name the driver expects in the RESULT lines: one program serves two rows.
+var client = clientName()
+
+func clientName() string {
+	if name := os.Getenv("INTEROP_CLIENT"); name != "" {
+		return name
+	}
+	return "amqp091_go"
+}
 
 // waitLimit bounds every wait for an event (a delivery, a confirm, a return, a reconnect): a
 // sanitized server is slow, and a missing event must become a `fail`, not a hang.
@@ -42,6 +51,7 @@ var scenarios = []scenario{
 
 func main() {
 	url := os.Getenv("AMQP_URL")
+	fmt.Println("LIBRARY", client, "amqp091-go", libraryVersion())
 	fmt.Println("SCENARIOS", client, "ordered_drain", "at_most_once_batch")
 	failed := false
 	for _, sc := range scenarios {

@@ -69,7 +69,7 @@ func (s *S) startService(messages, prefetch int, tag string) service {
 // never again.
 func orderedDrain(s *S) {
 	const prefetch = 5
-	const tag = client + "-ordered-drain" // the service names its consumer (not from os.Args)
+	tag := client + "-ordered-drain" // the service names its consumer (not from os.Args)
 	svc := s.startService(10, prefetch, tag)
 	ch, all, deliveries := svc.ch, svc.all, svc.deliveries
 
