@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -217,65 +215,4 @@ func basicGet(s *S) {
 	s.check(ok && string(second.Body) == "g2" && second.MessageCount == 0,
 		"second get: ok=%v body %q message-count %d (expected g2, 0)", ok, second.Body, second.MessageCount)
 	s.expectEmpty(ch, queue, "after both were taken")
-}
-
-// reconnect: a confirmed persistent message survives a server restart; the client sees the
-// server's connection.close 320 through NotifyClose, dials again (amqp091 has no recovery of
-// its own) and gets the message, then publishes and consumes another.
-func reconnect(s *S) {
-	conn := s.dial()
-	ch := s.confirmChannel(conn)
-	queue := client + "-reconnect"
-	_, err := ch.QueueDeclare(queue, true, false, false, false, nil)
-	s.must(err, "queue.declare "+queue)
-	s.publishConfirmed(ch, "", queue, amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte("before")})
-	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
-
-	restarted := make(chan error, 1)
-	go func() { restarted <- restartServer() }()
-	s.at("waiting for the server to close the connection")
-	select {
-	case e := <-closed:
-		s.check(e != nil && e.Code == amqp.ConnectionForced && e.Server,
-			"on restart expected the server's connection.close 320 CONNECTION_FORCED, got %v", e)
-	case <-time.After(waitLimit):
-		s.failf("the connection was not closed within %s of the restart", waitLimit)
-	}
-	s.at("waiting for CLOUD_RESTART_CMD")
-	s.must(<-restarted, "CLOUD_RESTART_CMD")
-
-	conn = s.redial()
-	deliveries := s.consume(s.channel(conn), queue)
-	s.ack(s.expect(deliveries, "before", false), false)
-	s.publishConfirmed(s.confirmChannel(conn), "", queue, amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte("after")})
-	s.ack(s.expect(deliveries, "after", false), false)
-}
-
-func restartServer() error {
-	out, err := exec.Command("sh", "-c", os.Getenv("CLOUD_RESTART_CMD")).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%v: %s", err, out)
-	}
-	return nil
-}
-
-// redial dials until the server accepts again, as an amqp091 user's reconnect loop does.
-func (s *S) redial() *amqp.Connection {
-	s.at("redialling")
-	deadline := time.Now().Add(waitLimit)
-	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
-		conn, err := amqp.Dial(s.url)
-		if err == nil {
-			return s.track(conn)
-		}
-		s.check(time.Now().Before(deadline), "could not reconnect within %s: %v", waitLimit, err)
-		time.Sleep(delay) // a retry's backoff, not an assertion
-	}
-}
-
-func min(a, b time.Duration) time.Duration {
-	if a < b {
-		return a
-	}
-	return b
 }
