@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from matrix import STANDARD  # noqa: E402
 
 BEGIN, END = "<!-- interop:begin -->", "<!-- interop:end -->"
-LANGUAGES = ["python", "node", "go", "java", "ruby", "c"]  # row order; others follow alphabetically
+LANGUAGES = ["python", "node", "go", "java", "rust", "ruby", "c"]  # row order; others follow alphabetically
 LABELS = {"pass": "pass", "refused": "refused by design", "na": "n/a", "fail": "**FAIL**"}
 
 
