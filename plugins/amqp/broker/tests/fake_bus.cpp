@@ -144,6 +144,15 @@ std::uint64_t fake_bus::unsettled(const std::string& consumer) const {
                                                   [](const auto& e) { return !e.second.reply.empty(); }));
 }
 
+bool fake_bus::holds(const std::string& reply) const {
+  auto known = replies_.find(reply);
+  if (known == replies_.end()) return false;
+  auto c = consumers_.find(known->second.first);
+  if (c == consumers_.end()) return false;
+  auto h = c->second.ack_pending.find(known->second.second);
+  return h != c->second.ack_pending.end() && h->second.reply == reply;
+}
+
 std::uint32_t fake_bus::open_requests(const std::string& consumer) const {
   std::uint32_t n = 0;
   for (const auto& w : waiting_) {
@@ -190,6 +199,7 @@ std::optional<bus::delivery> fake_bus::take(const std::string& consumer) {
   ++h.deliveries;
   h.reply = "$JS.ACK.AMQP." + consumer + "." + std::to_string(seq) + "." + std::to_string(++reply_serial_);
   replies_[h.reply] = {consumer, seq};
+  handed_out_.push_back({h.reply, consumer, seq});
   const auto& m = stream_[seq - 1];
   bus::delivery d;
   d.subject = m.subject;
@@ -250,6 +260,7 @@ void fake_bus::forget_requests(const fake_puller& p) {
 }
 
 void fake_bus::settle(const std::string& reply, settlement::kind how) {
+  ++times_settled_[reply];
   auto known = replies_.find(reply);
   if (known == replies_.end()) return settlements_.push_back({how, {}, 0, true});
   const auto [consumer, seq] = known->second;

@@ -91,6 +91,23 @@ class fake_bus final : public bus::client {
   const std::vector<delayed_message>& delayed() const { return delayed_; }
   void fire_delayed(std::size_t index);
   const std::vector<settlement>& settlements() const { return settlements_; }
+  // Every delivery the bus handed out (its reply subject, the consumer, the message), in order,
+  // and how many times each reply was settled (stale settlements included): what the sequence
+  // fuzzer's "settled exactly once" invariant reads.
+  struct handout {
+    std::string reply;
+    std::string consumer;
+    std::uint64_t seq = 0;
+  };
+  const std::vector<handout>& handed_out() const { return handed_out_; }
+  std::uint32_t times_settled(const std::string& reply) const {
+    auto it = times_settled_.find(reply);
+    return it == times_settled_.end() ? 0 : it->second;
+  }
+  // The delivery `reply` names is still held: handed out, not settled, its consumer alive.
+  bool holds(const std::string& reply) const;
+  // The index-th publish was answered (complete_publish).
+  bool answered(std::size_t index) const { return publishes_.at(index).answered; }
   std::vector<settlement> settlements_of(settlement::kind k) const;
   const std::vector<pull_request>& requests() const { return requests_; }
   // Messages of the queue's consumer (by consumer name): never delivered or requeued, and
@@ -238,6 +255,8 @@ class fake_bus final : public bus::client {
   std::vector<delayed_message> delayed_;
   bool manual_publishes_ = false;
   std::vector<settlement> settlements_;
+  std::vector<handout> handed_out_;
+  std::map<std::string, std::uint32_t> times_settled_;
   std::vector<pull_request> requests_;
 };
 

@@ -4,16 +4,11 @@
 
 #include <boost/asio/post.hpp>
 #include <chrono>
-#include <span>
 
 #include "amqp/routing/subject.hpp"
 
 namespace amqp::broker::test {
 namespace {
-
-std::span<const std::uint8_t> octets(const std::string& s) {
-  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
-}
 
 // A bound on every wait: a test that fails ends within about a second, it never hangs.
 constexpr int max_rounds = 1000;
@@ -26,35 +21,8 @@ std::string consumer_of(const std::string& queue) { return routing::consumer_nam
 // ---- fake_connection
 
 void fake_connection::send(std::string octets_out) {
-  std::size_t at = 0;
-  while (at < octets_out.size()) {
-    auto parsed = wire::parse_frame(octets(octets_out).subspan(at), frame_max());
-    REQUIRE_MESSAGE(parsed.state == wire::parse_result::status::complete, "the broker sent a broken frame");
-    at += parsed.consumed;
-    const auto& f = parsed.frame;
-    switch (f.type) {
-      case wire::frame_type::method: {
-        auto m = wire::decode_method(f.payload);
-        REQUIRE_MESSAGE(m.ok(), "the broker sent a method that does not decode");
-        frames.push_back({f.channel, std::move(*m), std::nullopt, {}});
-        break;
-      }
-      case wire::frame_type::header: {
-        REQUIRE(!frames.empty());
-        auto h = wire::decode_content_header(f.payload);
-        REQUIRE(h.ok());
-        auto props = wire::decode_properties(h->property_octets);
-        REQUIRE(props.ok());
-        frames.back().properties = std::move(*props);
-        break;
-      }
-      case wire::frame_type::body:
-        REQUIRE(!frames.empty());
-        frames.back().body.append(reinterpret_cast<const char*>(f.payload.data()), f.payload.size());
-        break;
-      case wire::frame_type::heartbeat: break;
-    }
-  }
+  const auto fault = decode_frames(octets_out, frame_max(), frames);
+  REQUIRE_MESSAGE(!fault, *fault);
 }
 
 void fake_connection::when_drained(std::function<void()> resume) { boost::asio::post(io_, std::move(resume)); }

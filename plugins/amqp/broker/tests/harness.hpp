@@ -21,6 +21,7 @@
 #include "amqp/routing/names.hpp"
 #include "amqp/wire/codec.hpp"
 #include "fake_bus.hpp"
+#include "frame_decoder.hpp"
 
 // A failed CHECK on two vectors shows their elements, not "{?}".
 namespace doctest {
@@ -35,14 +36,6 @@ struct StringMaker<std::vector<T>> {
 }  // namespace doctest
 
 namespace amqp::broker::test {
-
-// One method the client received, with its content when it carries one.
-struct received {
-  std::uint16_t channel = 0;
-  wire::method method;
-  std::optional<wire::basic_properties> properties;
-  std::string body;
-};
 
 // A channel.close or connection.close the broker asked for.
 struct exception_raised {
