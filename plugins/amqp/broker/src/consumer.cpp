@@ -131,6 +131,9 @@ std::uint32_t consumer::wanted(bool top_up) const {
 
 bool consumer::may_ask() const {
   if (!channel_ || !puller_ || cancelled_ || retry_armed_ || drain_armed_) return false;
+  // A channel that raised an exception waits for the session to close it (after the client's
+  // close-ok, for a connection exception): what it got meanwhile goes back, so it asks for nothing.
+  if (!channel_->ctx.is_open()) return false;
   return !single_active_ || channel_->ctx.state().first_in_line(options_.queue, channel_->ctx, options_.tag);
 }
 
@@ -195,6 +198,13 @@ void consumer::delete_reader(const std::string& reader) {
 void consumer::on_delivery(bus::delivery d) {
   if (!channel_) {
     if (!reads_stream()) bus_->nak(d.reply);  // the channel is gone: back to the queue at once, never dropped
+    return;
+  }
+  if (!channel_->ctx.is_open()) {
+    // It raised an exception and waits to be closed: its open requests would bring the same
+    // messages back again and again, so they end now, as closed() would end them.
+    stop();
+    if (!reads_stream()) bus_->nak(d.reply);
     return;
   }
   if (reads_stream()) {

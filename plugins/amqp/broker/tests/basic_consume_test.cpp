@@ -182,6 +182,33 @@ TEST_CASE("a consumer tag already used on the channel is 530 NOT_ALLOWED on the 
   CHECK(h.count<wire::basic_consume_ok>() == 1);
 }
 
+// Found by the sequence fuzzer: after a connection exception the session waits for the client's
+// close-ok (up to its close timeout) before it closes the channels. Meanwhile a consumer of the
+// failed channel must not keep pulling: each message it got went straight back (nak) and was
+// asked for again at once, a hot loop that raised the message's delivery count without bound.
+TEST_CASE("a channel that raised a connection exception asks the bus for nothing more until it is closed") {
+  harness h;
+  h.conn.on_connection_closed = [] {};  // the session's close-ok wait: the channels stay until it ends
+  h.open();
+  h.declare("q");
+  h.consume("q", "same");
+  wire::basic_consume again;
+  again.queue = "q";
+  again.consumer_tag = "same";
+  h.method(again);
+  h.settle();
+  REQUIRE(h.conn.exceptions.size() == 1);
+  h.fill("q", 1);
+  // Bounded turns (a livelock never lets a whole poll() return).
+  for (int turn = 0; turn < 200; ++turn) {
+    h.io.restart();
+    if (h.io.poll_one() == 0) break;
+  }
+  CHECK(h.bus->handed_out().size() <= 1);  // what its open request brought first; then the requests end
+  CHECK(h.bus->ready(consumer_of("q")) == 1);
+  CHECK(h.count<wire::basic_deliver>() == 0);
+}
+
 TEST_CASE("a consumer tag is free again once its consumer was cancelled") {
   harness h;
   h.open();
