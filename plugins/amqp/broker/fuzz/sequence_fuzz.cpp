@@ -34,6 +34,7 @@ constexpr std::size_t connection_slots = 3;
 constexpr std::uint16_t channel_ids = 3;
 constexpr int max_actions = 64;
 constexpr int quiet_rounds_bound = 2000;
+constexpr std::size_t livelock_bound = 200000;  // handlers in a row without the io_context running dry
 
 template <std::size_t N>
 std::string pick(FuzzedDataProvider& in, const std::array<const char*, N>& names) {
@@ -247,6 +248,17 @@ class world {
     }
   }
 
+  // Runs what is ready, one handler at a time, so that work that keeps posting more (a livelock)
+  // is reported as such instead of never returning.
+  std::size_t ready_work() {
+    std::size_t ran = 0;
+    for (;;) {
+      io_.restart();
+      if (io_.poll_one() == 0) return ran;
+      if (++ran > livelock_bound) violated("the io_context never runs out of ready work: a livelock");
+    }
+  }
+
   // Lets the short timers (a consumer's 2 ms top-up) fire.
   void wait() {
     io_.restart();
@@ -257,8 +269,7 @@ class world {
   // Ready work until none is left and the short timers have had their turn, twice.
   void quiesce() {
     for (int quiet = 0, round = 0; quiet < 2 && round < quiet_rounds_bound; ++round) {
-      io_.restart();
-      const auto ran = io_.poll();
+      const auto ran = ready_work();
       drop_excepted();
       if (ran > 0) {
         quiet = 0;
