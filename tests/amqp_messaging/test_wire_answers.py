@@ -6,6 +6,8 @@ a raw socket speaking pika's frame codec, against a real `cloud`.
 - Crossing channel.close: the client's own close and the server's 406 cross; both are answered
   with close-ok and the connection lives on.
 - connection.update-secret is answered update-secret-ok.
+- A connection exception ends the connection's consumers at once: while the server waits for
+  close-ok, a no-ack consumer on another channel takes nothing more off its queue.
 """
 import socket
 import struct
@@ -119,6 +121,38 @@ class ConnectionClose(unittest.TestCase):
             raw.expect(pika.spec.Connection.CloseOk)
             self.assertIsNone(raw.frame(), f"round {round_}: a frame after close-ok")
             raw.close()
+
+
+class ConnectionException(unittest.TestCase):
+    def test_consumers_stop_while_close_ok_is_awaited(self):
+        q = f"noack-{uuid.uuid4().hex[:8]}"
+        raw = Raw()
+        self.addCleanup(raw.close)
+        raw.send(1, pika.spec.Channel.Open())
+        raw.expect(pika.spec.Channel.OpenOk)
+        raw.send(1, pika.spec.Queue.Declare(queue=q))
+        raw.expect(pika.spec.Queue.DeclareOk)
+        raw.send(1, pika.spec.Basic.Consume(queue=q, no_ack=True))
+        raw.expect(pika.spec.Basic.ConsumeOk)
+        # A method on a channel never opened is a connection exception (504 CHANNEL_ERROR).
+        raw.send(9, pika.spec.Queue.Declare(queue=q, passive=True))
+        close = raw.expect(pika.spec.Connection.Close)
+        self.assertEqual(close.reply_code, 504, close.reply_text)
+        # Published after the close, never answered with close-ok: the frames a no-ack consumer
+        # would be sent cannot be (only close-ok may follow a close), so it must not take them.
+        with pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", CLOUD.amqp_port)) as conn:
+            ch = conn.channel()
+            ch.confirm_delivery()
+            for i in range(20):
+                ch.basic_publish("", q, f"after-close-{i}".encode())
+            # The server gives up on close-ok after its close timeout and ends the connection.
+            while raw.frame() is not None:
+                pass
+            bodies = []
+            while (got := ch.basic_get(q, auto_ack=True))[0] is not None:
+                bodies.append(got[2].decode())
+            self.assertEqual(bodies, [f"after-close-{i}" for i in range(20)])
+            ch.queue_delete(q)
 
 
 class CrossingChannelClose(unittest.TestCase):
