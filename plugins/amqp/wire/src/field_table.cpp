@@ -126,7 +126,10 @@ class table_decoder {
       case 'u': return number<std::uint16_t>(r, out, where, &reader::u16);
       case 'I': return number<std::int32_t>(r, out, where, &reader::u32);
       case 'i': return number<std::uint32_t>(r, out, where, &reader::u32);
-      case 'l': return number<std::int64_t>(r, out, where, &reader::u64);
+      // 'L' is the spec's long-long-uint, which py-amqp (kombu, Celery) writes for every integer
+      // beyond 32 bits: RabbitMQ reads it as a signed 64-bit long, the same as 'l' (written back).
+      case 'l':
+      case 'L': return number<std::int64_t>(r, out, where, &reader::u64);
       case 'f': return number<float>(r, out, where, &reader::u32);
       case 'd': return number<double>(r, out, where, &reader::u64);
       case 'D': {
@@ -158,7 +161,7 @@ class table_decoder {
       case 'A': return true;
       default:
         return fail("field " + quoted(where) + " has unknown type code " + describe_code(code) +
-                    "; the accepted codes are t b B s u I i l f d D S x T F A V");
+                    "; the accepted codes are t b B s u I i l L f d D S x T F A V");
     }
   }
 

@@ -47,6 +47,19 @@ TEST_CASE("each type code is written as RabbitMQ writes it") {
   CHECK(one(field_value{}) == s("V", 1));
 }
 
+TEST_CASE("'L' is read as RabbitMQ reads it: a signed 64-bit long, written back as 'l'") {
+  // py-amqp writes every integer beyond 32 bits so, e.g. Celery's x-message-ttl of 2^27 s.
+  const std::string big = std::string("\x01kL", 3) + std::string("\x00\x00\x00\x1f\x40\x00\x00\x00", 8);
+  const std::string negative = std::string("\x01kL", 3) + std::string(7, '\xff') + "\xfc";
+  for (const auto& [entry, value] : {std::pair{big, std::int64_t{134217728000}}, std::pair{negative, std::int64_t{-4}}}) {
+    auto got = decode_table(octets(std::string("\0\0\0\x0b", 4) + entry));  // 11 octets: name, code, value
+    REQUIRE_MESSAGE(got.ok(), got.error().text);
+    REQUIRE(find(*got, "k") != nullptr);
+    CHECK(std::get<std::int64_t>(find(*got, "k")->value) == value);
+    CHECK(encoded(*got).substr(4 + 2, 1) == "l");
+  }
+}
+
 TEST_CASE("an empty table is four zero octets") {
   CHECK(encoded(field_table{}) == std::string(4, '\0'));
   auto back = decode_table(octets(std::string(4, '\0')));

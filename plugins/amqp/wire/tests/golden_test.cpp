@@ -57,8 +57,9 @@ M ours_from_theirs(amqp_method_number_t n, void* decoded) {
   return std::get<M>(*got);
 }
 
-// A rabbitmq-c table with one entry of each of its kinds that 0-9-1 and RabbitMQ share
-// (its 'L' u64 is not one of them), and the table we expect it to decode to.
+// A rabbitmq-c table with one entry of each of its kinds that 0-9-1 and RabbitMQ share (its 'L'
+// u64, which RabbitMQ reads as a signed long, is in field_table_test), and the table we expect it
+// to decode to.
 struct rc_table {
   std::vector<amqp_table_entry_t> entries;
   std::vector<amqp_table_entry_t> inner_entries;
