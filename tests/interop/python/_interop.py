@@ -15,6 +15,8 @@ URL = os.environ.get("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
 PORT = int(os.environ.get("AMQP_PORT", "5672"))
 # A deadline for waiting on an event, not an assertion about time: generous for sanitized servers.
 WAIT = float(os.environ.get("INTEROP_WAIT", "60"))
+# Where Debian's python3-* packages are installed.
+DEBIAN_PACKAGES = "/usr/lib/python3/dist-packages/"
 
 
 class Refused(Exception):
@@ -36,9 +38,21 @@ class Report:
             print(f"SCENARIOS {self.client} {' '.join(extras)}", flush=True)
 
     def library(self, module, name=None):
-        """The LIBRARY line: the release of `module` this process loaded, and whose package it is."""
-        origin = "Debian" if module.__file__.startswith("/usr/lib/python3/dist-packages/") else "PyPI"
-        print(f"LIBRARY {self.client} {name or module.__name__} {module.__version__} ({origin})", flush=True)
+        """The contract's LIBRARY line: the release of `module` this process loaded, and where from.
+        A *_pypi client (INTEROP_PYPI_DIR set by _pypi.sh) that loaded anything else stops here, so
+        its row never shows Debian's results under PyPI's name."""
+        name = name or module.__name__
+        path = os.path.realpath(module.__file__)
+        pypi = os.environ.get("INTEROP_PYPI_DIR")
+        if pypi and path.startswith(os.path.realpath(pypi) + os.sep):
+            origin = "PyPI"
+        elif path.startswith(DEBIAN_PACKAGES):
+            origin = "Debian"
+        else:
+            origin = path
+        print(f"LIBRARY {self.client} {name} {module.__version__} ({origin})", flush=True)
+        if pypi and origin != "PyPI":
+            raise SystemExit(f"{name} was loaded from {path}, not from the PyPI releases in {pypi}")
 
     def name(self, suffix):
         """An exchange or queue name of this client's own."""

@@ -1,7 +1,7 @@
-"""aio-pika 8.2 with connect_robust, as aio-pika's documentation writes it: a robust connection,
-channels with publisher confirms (the default), `async with message.process()`, queue
-iterators. Its automatic reconnection and topology/consumer restore is the reconnect scenario
-(contract: ../README.md).
+"""aio-pika (Debian's 8.2 in `aio_pika`, PyPI's in `aio_pika_pypi`) with connect_robust, as
+aio-pika's documentation writes it: a robust connection, channels with publisher confirms (the
+default), `async with message.process()`, queue iterators. Its automatic reconnection and
+topology/consumer restore is the reconnect scenario (contract: ../README.md).
 """
 import asyncio
 import os

@@ -1,8 +1,8 @@
-"""kombu 5.2 (py-amqp transport) as kombu's user guide writes it: a topic Exchange and Queues
-declared as entities, a Producer (JSON serializer, confirm_publish, on_return) and a Consumer
-with callbacks and prefetch_count, draining with Connection.drain_events; the reconnect
-scenario is kombu's own: publish(retry=True) and Connection.ensure_connection/autoretry
-(contract: ../README.md).
+"""kombu (Debian's 5.2 in `kombu`, PyPI's in `kombu_pypi`; py-amqp transport) as kombu's user guide
+writes it: a topic Exchange and Queues declared as entities, a Producer (JSON serializer,
+confirm_publish, on_return) and a Consumer with callbacks and prefetch_count, draining with
+Connection.drain_events; the reconnect scenario is kombu's own: publish(retry=True) and
+Connection.ensure_connection/autoretry (contract: ../README.md).
 """
 import json
 import os

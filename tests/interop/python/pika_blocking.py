@@ -1,4 +1,5 @@
-"""pika 1.2 BlockingConnection, written as pika's documentation shows it (contract: ../README.md)."""
+"""pika BlockingConnection (Debian's 1.2 in `pika_blocking`, PyPI's in `pika_blocking_pypi`),
+written as pika's documentation shows it (contract: ../README.md)."""
 import json
 import os
 import sys

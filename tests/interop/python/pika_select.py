@@ -1,6 +1,7 @@
-"""pika 1.2 SelectConnection, callback style as pika's asynchronous examples write it: every
-broker operation takes a completion callback, confirms arrive through confirm_delivery's
-ack_nack_callback, returns through add_on_return_callback (contract: ../README.md).
+"""pika SelectConnection (Debian's 1.2 in `pika_select`, PyPI's in `pika_select_pypi`), callback
+style as pika's asynchronous examples write it: every broker operation takes a completion callback,
+confirms arrive through confirm_delivery's ack_nack_callback, returns through
+add_on_return_callback (contract: ../README.md).
 
 To keep each scenario readable top to bottom, a scenario is a generator that yields the
 operation it starts (a function taking the completion callback pika should call) or a
