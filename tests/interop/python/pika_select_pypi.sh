@@ -1,0 +1,6 @@
+#!/bin/sh
+# Client `pika_select_pypi` of the interop matrix (tests/interop/README.md): pika_select.py on the current
+# PyPI releases (pypi-requirements.txt, installed by scripts/install-deps) instead of Debian's.
+here="$(dirname "$0")"
+. "$here/_pypi.sh"
+exec_on_pypi "$here" pika_select.py
