@@ -1,13 +1,14 @@
-"""Celery 5.2: a real worker process (`python3 -m celery -A interop_tasks worker --pool=solo`)
-executes tasks a client sends with `delay`/`apply_async`, results come back through the
-rpc:// backend (contract: ../README.md; the app: celery_app/interop_tasks.py).
+"""Celery (Debian's 5.2 in `celery`, PyPI's in `celery_pypi`): a real worker process
+(`python3 -m celery -A interop_tasks worker --pool=solo`) executes tasks a client sends with
+`delay`/`apply_async`, results come back through the rpc:// backend (contract: ../README.md; the
+app: celery_app/interop_tasks.py). From Celery 5.5 on, a second worker runs the quorum-queue
+scenarios (_celery_quorum.py).
 
 Celery expresses publish/consume through tasks: a scenario's assertion is on what the tasks
 returned and on the broker's own view (queue.declare-ok counts). Celery's API has no basic.get
 and no mandatory publish: those columns are `na`.
 """
 import os
-import signal
 import subprocess
 import sys
 
@@ -15,55 +16,30 @@ import celery
 from celery import Celery
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-APP_DIR = os.path.join(HERE, "celery_app")
 sys.path.append(HERE)  # after the library: see _interop
-sys.path.append(APP_DIR)
+from _celery_worker import APP_DIR, SCRATCH, Worker, app_env  # noqa: E402
 from _interop import (URL, WAIT, NotApplicable, Report, expect, expect_equal,  # noqa: E402
                       restart_server, wait_until)
+
+sys.path.append(APP_DIR)
 from interop_tasks import add, app, gate, reject_once  # noqa: E402
 
-report = Report("celery", extras=["celery_rpc", "celery_defaults"])
+report = Report("celery", extras=["celery_rpc", "celery_defaults", "celery_quorum", "celery_native_delayed_delivery"])
 report.library(celery)
-SCRATCH = os.environ.get("INTEROP_TMP", "/tmp")
-
-
 HOSTNAME = "interop@cloud"
-
-
-def start_worker():
-    """The worker, as Celery's docs start one, with its defaults (remote control, mingle, gossip
-    and heartbeats on) and task events (-E); concurrency 1 makes its basic.qos 1."""
-    env = dict(os.environ, PYTHONPATH=APP_DIR)
-    log = open(os.path.join(SCRATCH, "worker.log"), "wb")
-    return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "interop_tasks", "worker", "--pool=solo", "--concurrency=1", "-E",
-         "--loglevel=INFO", f"--hostname={HOSTNAME}"],
-        cwd=SCRATCH, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-
-
-def worker_ready():
-    with open(os.path.join(SCRATCH, "worker.log"), errors="replace") as f:
-        return f"{HOSTNAME} ready." in f.read()
+# Quorum-queue support (task_default_queue_type, worker_detect_quorum_queues, native delayed
+# delivery) came in Celery 5.5; the rpc:// result consumer reconnects from 5.7 (celery/celery#6912).
+HAS_QUORUM_SUPPORT = celery.VERSION[:2] >= (5, 5)
+RESULTS_RECONNECT = celery.VERSION[:2] >= (5, 7)
 
 
 def celery_command(*args):
     """`celery -A interop_tasks <args>` as an operator types it; its output."""
     done = subprocess.run([sys.executable, "-m", "celery", "-A", "interop_tasks", *args, "--timeout", "10"],
-                          env=dict(os.environ, PYTHONPATH=APP_DIR), cwd=SCRATCH, capture_output=True, text=True,
+                          env=app_env(), cwd=SCRATCH, capture_output=True, text=True,
                           timeout=2 * WAIT)
     expect(done.returncode == 0, f"celery {' '.join(args)} exited with {done.returncode}: {done.stderr[-800:]}")
     return done.stdout
-
-
-def stop_worker(worker):
-    worker.send_signal(signal.SIGTERM)  # warm shutdown
-    try:
-        worker.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        worker.kill()
-        worker.wait()
-    with open(os.path.join(SCRATCH, "worker.log"), errors="replace") as f:
-        print("--- worker log\n" + f.read()[-6000:], file=sys.stderr)
 
 
 def queue_counts(name):
@@ -133,22 +109,27 @@ def reconnect():
     open(marker, "w").close()
     gate.delay(marker)
     wait_until(lambda: os.path.exists(marker + ".started"), "the worker to run a task sent after the restart")
-    # Celery 5.2's rpc:// result consumer never reconnects (celery/celery#6912, fixed in 5.7; the
-    # same with RabbitMQ): as its users do, a new producer process fetches results.
+    if RESULTS_RECONNECT:
+        expect_equal(add.delay(20, 22).get(timeout=WAIT), 42, "a result through rpc:// after the restart, "
+                                                               "in the same client process")
+        return ""
+    # Before 5.7 the rpc:// result consumer never reconnects (celery/celery#6912; the same with
+    # RabbitMQ): as its users do, a new producer process fetches results.
     fresh = subprocess.run([sys.executable, "-P", "-c", "import interop_tasks as t; "
                             f"print(t.add.delay(20, 22).get(timeout={WAIT}))"],
-                           env=dict(os.environ, PYTHONPATH=APP_DIR), cwd=SCRATCH, capture_output=True, text=True,
+                           env=app_env(), cwd=SCRATCH, capture_output=True, text=True,
                            timeout=2 * WAIT)
     expect_equal(fresh.stdout.strip(), "42", f"a result through rpc:// after the restart ({fresh.stderr[-500:]})")
     return "worker and producer reconnect; rpc:// results need a new client process (celery#6912)"
 
 
-def celery_defaults():
+def celery_defaults(worker):
     """A worker with Celery's defaults answers its remote control (the pidbox, whose names hold
     dots), and a stock app's task (Celery's default exchange and queue 'celery', rpc://) runs once
     `celery control` tells the worker to consume that queue."""
     # Remote control answers once the worker is up: after mingle, which asks its neighbours first.
-    wait_until(worker_ready, "the worker to say it is ready")
+    wait_until(worker.ready, "the worker to say it is ready")
+    expect(f" v{celery.__version__} " in worker.log(), f"the worker runs Celery {celery.__version__} as this process")
     ping = celery_command("inspect", "ping")
     expect(f"{HOSTNAME}: OK" in ping and "pong" in ping, f"celery inspect ping answered by the worker: {ping}")
     queues = celery_command("inspect", "active_queues")
@@ -164,15 +145,28 @@ def celery_defaults():
     expect("no longer consuming from" in cancelled, f"celery control cancel_consumer: {cancelled}")
 
 
+def quorum_scenarios():
+    """celery_quorum and celery_native_delayed_delivery, on a worker of their own."""
+    if not HAS_QUORUM_SUPPORT:
+        reason = (f"Celery {celery.__version__} predates quorum-queue support (task_default_queue_type, "
+                  "worker_detect_quorum_queues, native delayed delivery: Celery 5.5)")
+        for scenario in ("celery_quorum", "celery_native_delayed_delivery"):
+            report.settle(scenario, NotApplicable(reason))
+        return
+    from _celery_quorum import celery_native_delayed_delivery, celery_quorum
+    with Worker("interop_quorum", "quorum@cloud") as worker:
+        report.run("celery_quorum", celery_quorum, worker)
+        report.run("celery_native_delayed_delivery", celery_native_delayed_delivery, worker)
+
+
 def main():
-    worker = start_worker()
-    try:
-        report.run("celery_defaults", celery_defaults)
+    with Worker("interop_tasks", HOSTNAME, "-E") as worker:  # -E: task events too
+        report.run("celery_defaults", celery_defaults, worker)
         for scenario in (celery_rpc, declare, publish_confirm, consume_prefetch_ack, nack_requeue,
-                         mandatory_return, basic_get, reconnect):
+                         mandatory_return, basic_get):
             report.run(scenario.__name__, scenario)
-    finally:
-        stop_worker(worker)
+        quorum_scenarios()
+        report.run("reconnect", reconnect)
     report.exit()
 
 

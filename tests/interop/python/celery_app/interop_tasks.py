@@ -9,10 +9,10 @@ matrix's server takes (CLOUD_AMQP_NAMES=escaped). ../celery.py's `celery_default
 drives them.
 """
 import os
-import time
 
 from celery import Celery
 from celery.exceptions import Reject
+from gate_file import hold_until
 from kombu import Exchange, Queue
 
 app = Celery("interop_tasks", broker=os.environ.get("AMQP_URL"), backend="rpc://")
@@ -42,14 +42,8 @@ def add(x, y):
 
 @app.task
 def gate(path):
-    """Announces it started, then holds the worker until `path` exists (the client's signal)."""
-    open(path + ".started", "w").close()
-    deadline = time.monotonic() + float(os.environ.get("INTEROP_WAIT", "60"))
-    while not os.path.exists(path):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{path} never appeared")
-        time.sleep(0.02)
-    return "opened"
+    """Holds the worker until `path` exists (the client's signal)."""
+    return hold_until(path)
 
 
 @app.task(bind=True)
