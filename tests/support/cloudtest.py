@@ -119,6 +119,15 @@ def pids_running(pattern):
     return found
 
 
+def thread_stacks(pid):
+    """Every thread's stack of a hung process, by gdb when it is installed: what a hang waits on."""
+    if shutil.which("gdb") is None:
+        return "(no gdb: thread stacks not taken)"
+    done = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt"],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    return f"thread stacks of pid {pid} (gdb):\n{done.stdout[-60000:]}"
+
+
 def wait_until(predicate, timeout, interval=0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -219,9 +228,10 @@ class Cloud:
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            stacks = thread_stacks(self.proc.pid)
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"cloud did not exit within {timeout}s:\n{self.log}")
+            raise AssertionError(f"cloud did not exit within {timeout}s:\n{self.log}\n{stacks}")
         self._reader.join(timeout=5)
         self.proc.stdout.close()
         return code
