@@ -216,9 +216,9 @@ class Cloud:
         return self
 
     @staticmethod
-    def _accepts(port):
+    def _accepts(port, host="127.0.0.1"):
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
+            with socket.create_connection((host, port), timeout=1):
                 return True
         except OSError:
             return False
@@ -250,10 +250,12 @@ class Cloud:
         self.assert_no_nats_survives()
         return code
 
-    def restart(self, sig=signal.SIGTERM):
-        """Stops the host with `sig` (SIGKILL: no shutdown code runs) and starts it again on the
-        same data directory and AMQP port; returns the stopped host's exit code."""
+    def restart(self, sig=signal.SIGTERM, down_for=0):
+        """Stops the host with `sig` (SIGKILL: no shutdown code runs) and starts it again, after
+        `down_for` seconds, on the same data directory and AMQP port; returns the stopped host's
+        exit code."""
         code = self.stop(sig)
+        time.sleep(down_for)
         with self._lines_lock:
             self.previous_log = "\n".join(self.lines)  # why the stopped run exited as it did
             self.lines.clear()  # ports are read from the log: the new run's log only
@@ -424,31 +426,53 @@ class NatsCluster:
     """`size` nats-servers clustered on loopback (JetStream on each), every one with its own
     ports and store, stopped by PID. `url` names them all, as CLOUD_PUBSUB_URL takes them."""
 
-    def __init__(self, size=3, binary=None):
+    def __init__(self, size=3, binary=None, hosts=None, groups=None, config=""):
+        """`hosts`: each node's own listen address (default all 127.0.0.1), so that one node's
+        traffic can be told apart; `groups`: each node's process group id (default ours), so that
+        what a node sends can be told apart too (iptables' owner match); `config`: more lines of
+        every node's configuration (a max_payload, say)."""
         self.binary = binary or NATS_SERVER
+        self.extra_config = config
         self.tmp = tempfile.mkdtemp(prefix="cloudtest-cluster-")
-        self.nodes = [{"name": f"n{i}", "port": free_port(), "route": free_port(), "proc": None}
+        hosts = hosts or ["127.0.0.1"] * size
+        groups = groups or [None] * size
+        self.nodes = [{"name": f"n{i}", "host": hosts[i], "group": groups[i], "port": free_port(hosts[i]),
+                       "route": free_port(hosts[i]), "proc": None}
                       for i in range(size)]
-        self.url = ",".join(f"nats://127.0.0.1:{n['port']}" for n in self.nodes)
+        self.url = ",".join(f"nats://{n['host']}:{n['port']}" for n in self.nodes)
 
     def _config(self, node):
         # Every node routes to the first (which ignores its own route) and learns the others from
         # it. With routes from each node to every other, a 2.10 node now and then never met the
         # meta leader (1 boot in 15; none in 70 so).
-        routes = f"nats-route://127.0.0.1:{self.nodes[0]['route']}"
+        first = self.nodes[0]
+        routes = f"nats-route://{first['host']}:{first['route']}"
         path = os.path.join(self.tmp, f"{node['name']}.conf")
         with open(path, "w") as f:
-            f.write(f"server_name: {node['name']}\nlisten: 127.0.0.1:{node['port']}\n"
-                    f"jetstream {{ store_dir: \"{os.path.join(self.tmp, node['name'])}\" }}\n"
-                    f"cluster {{ name: cloudtest, listen: 127.0.0.1:{node['route']}, routes: [{routes}] }}\n")
+            f.write(f"server_name: {node['name']}\nlisten: {node['host']}:{node['port']}\n"
+                    f"jetstream {{ store_dir: \"{self.store_dir(node['name'])}\" }}\n"
+                    f"cluster {{ name: cloudtest, listen: {node['host']}:{node['route']}, routes: [{routes}] }}\n"
+                    f"{self.extra_config}\n")
         return path
 
+    def store_dir(self, name):
+        """The node's JetStream store (a test may mount a file system of its own there first)."""
+        return os.path.join(self.tmp, name)
+
     def start(self, name):
+        """Starts (or, after kill, restarts) a node on its ports and store."""
         node = self.node(name)
         log = open(os.path.join(self.tmp, f"{node['name']}.log"), "ab")
         node["proc"] = subprocess.Popen([self.binary, "-c", self._config(node)], stdin=subprocess.DEVNULL,
-                                        stdout=log, stderr=subprocess.STDOUT)
+                                        stdout=log, stderr=subprocess.STDOUT, group=node["group"])
         log.close()
+
+    def pause(self, name):
+        """SIGSTOP: a node that hangs (a long GC, a stalled disk) with its sockets open."""
+        os.kill(self.node(name)["proc"].pid, signal.SIGSTOP)
+
+    def resume(self, name):
+        os.kill(self.node(name)["proc"].pid, signal.SIGCONT)
 
     def kill(self, name):
         """SIGKILL, as a machine that dies: no shutdown, no leadership handed over."""
@@ -470,7 +494,7 @@ class NatsCluster:
             if node["name"] == exclude:
                 continue
             try:
-                raw = NatsRaw(node["port"], timeout=5)
+                raw = NatsRaw(node["port"], node["host"], timeout=5)
                 try:
                     return raw.api(subject, body)
                 finally:
@@ -485,7 +509,7 @@ class NatsCluster:
 
         def node_ready(node):
             try:
-                raw = NatsRaw(node["port"], timeout=2)
+                raw = NatsRaw(node["port"], node["host"], timeout=2)
                 try:
                     return "error" not in raw.api("INFO")
                 finally:
@@ -534,7 +558,7 @@ class NatsCluster:
             # leader (CI, the harness's 60 s readiness wait ran out).
             for node in self.nodes:
                 self.start(node["name"])
-                if not wait_until(lambda: Cloud._accepts(node["port"]), 20):
+                if not wait_until(lambda: Cloud._accepts(node["port"], node["host"]), 20):
                     raise AssertionError(f"cluster node {node['name']} did not listen within 20 s:\n{self.logs()}")
             self.wait_ready()
         except BaseException:
@@ -545,6 +569,8 @@ class NatsCluster:
     def __exit__(self, *exc):
         for node in self.nodes:
             if node["proc"] is not None:
+                if node["proc"].poll() is None:
+                    os.kill(node["proc"].pid, signal.SIGCONT)  # a paused node cannot act on SIGTERM
                 stop_process(node["proc"])
             node["proc"] = None
         shutil.rmtree(self.tmp, ignore_errors=True)

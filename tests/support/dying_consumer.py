@@ -11,10 +11,12 @@ _PROGRAM = r'''
 import sys
 import pika
 port, queue, prefetch = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+header = sys.argv[4] if len(sys.argv) > 4 else ""
 conn = pika.BlockingConnection(pika.ConnectionParameters(host="127.0.0.1", port=port, heartbeat=0))
 ch = conn.channel()
 ch.basic_qos(prefetch_count=prefetch)
-ch.basic_consume(queue, lambda c, m, p, b: print(b.decode(), flush=True))
+ch.basic_consume(queue, lambda c, m, p, b: print(f"{int(m.redelivered)} {p.headers[header]}" if header
+                                                 else b.decode(), flush=True))
 print("-- consuming", flush=True)
 ch.start_consuming()
 '''
@@ -22,12 +24,15 @@ ch.start_consuming()
 
 class DyingConsumer:
     """Started consuming `queue` (consume-ok received) when the constructor returns; `got` lists
-    the bodies it received, in order."""
+    the bodies it received, in order, or with `header`, "<redelivered 0|1> <that header's value>"
+    for each delivery."""
 
-    def __init__(self, port, queue, prefetch, timeout=30):
+    def __init__(self, port, queue, prefetch, timeout=30, header=None):
         self.got = []
+        self.got_at = []  # when each of `got` arrived (time.time())
         self._ready = threading.Event()
-        self.proc = subprocess.Popen([sys.executable, "-c", _PROGRAM, str(port), queue, str(prefetch)],
+        self.proc = subprocess.Popen([sys.executable, "-c", _PROGRAM, str(port), queue, str(prefetch)]
+                                     + ([header] if header else []),
                                      stdout=subprocess.PIPE, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -41,6 +46,7 @@ class DyingConsumer:
             if line == "-- consuming":
                 self._ready.set()
             else:
+                self.got_at.append(time.time())
                 self.got.append(line)
 
     def wait_for(self, n, timeout=15):
