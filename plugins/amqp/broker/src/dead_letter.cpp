@@ -109,13 +109,14 @@ void expect_expiries(broker& b, const std::vector<std::string>& subjects, const 
 
 void publish_copies(const std::shared_ptr<bus::client>& bus, const boost::asio::any_io_executor& ex,
                     const std::vector<std::string>& subjects, const std::string& property_octets,
-                    const std::string& body, std::string reply) {
+                    const std::string& body, std::string reply, std::function<void()> settled) {
   struct pending {
     std::size_t left;
     bool stored = true;
     std::string reply;
+    std::function<void()> settled;
   };
-  auto state = std::make_shared<pending>(pending{subjects.size(), true, std::move(reply)});
+  auto state = std::make_shared<pending>(pending{subjects.size(), true, std::move(reply), std::move(settled)});
   const auto props_b64 = bus::base64_encode(property_octets);
   for (const auto& subject : subjects) {
     bus->publish(subject, props_b64, body, {}, ex, [bus, state](bus::bus_status stored) {
@@ -126,6 +127,7 @@ void publish_copies(const std::shared_ptr<bus::client>& bus, const boost::asio::
       } else {
         bus->nak(state->reply);  // dead-lettered again when it comes back
       }
+      if (state->settled) state->settled();
     });
   }
 }
@@ -198,10 +200,12 @@ std::optional<std::uint64_t> expiry_of(const bus::delivery& d, std::optional<std
   return d.stored_ns / 1'000'000 + *ttl;
 }
 
-bool passed_over(broker& b, boost::asio::any_io_executor ex, const std::string& queue, bus::delivery& d) {
+bool passed_over(broker& b, boost::asio::any_io_executor ex, const std::string& queue, bus::delivery& d,
+                 std::function<void()> settled) {
   const auto rules = b.rules_for(queue, d);
   if (!rules.routed) {
     b.bus().ack(d.reply);
+    if (settled) settled();
     return true;
   }
   std::optional<death_reason> why;
@@ -211,17 +215,21 @@ bool passed_over(broker& b, boost::asio::any_io_executor ex, const std::string& 
     why = death_reason::delivery_limit;  // returned (delivered - 1 times) more often than the limit
   }
   if (!why) return false;
-  give_up(b, std::move(ex), queue, *why, std::move(d));
+  give_up(b, std::move(ex), queue, *why, std::move(d), std::move(settled));
   return true;
 }
 
 void give_up(broker& b, boost::asio::any_io_executor ex, const std::string& queue, death_reason why,
-             bus::delivery d) {
+             bus::delivery d, std::function<void()> settled) {
   const auto& bus = b.bus_ptr();
+  const auto term = [&] {
+    bus->term(d.reply);
+    if (settled) settled();
+  };
   const auto addr = routing::split_subject(d.shown_subject()).value_or(routing::address{});
   const auto plan = plan_for(b, queue, addr.routing_key);
   // No dead-letter exchange, or one that does not exist: RabbitMQ drops the message.
-  if (!plan || !plan->exchange_exists) return bus->term(d.reply);
+  if (!plan || !plan->exchange_exists) return term();
   wire::basic_properties props;
   if (!d.amqp_props.empty()) {
     auto decoded = wire::decode_properties(
@@ -231,9 +239,9 @@ void give_up(broker& b, boost::asio::any_io_executor ex, const std::string& queu
       b.warn("dead-lettering from queue '" + queue + "': " + decoded.error().text +
              "; the copy keeps the original properties");
       auto subject = routing::publish_subject(plan->exchange, plan->routing_key);
-      if (!subject) return bus->term(d.reply);
+      if (!subject) return term();
       expect_expiries(b, {*subject}, d.amqp_props);
-      return publish_copies(bus, ex, {*subject}, d.amqp_props, d.body, std::move(d.reply));
+      return publish_copies(bus, ex, {*subject}, d.amqp_props, d.body, std::move(d.reply), std::move(settled));
     }
     props = std::move(*decoded);
   }
@@ -244,10 +252,10 @@ void give_up(broker& b, boost::asio::any_io_executor ex, const std::string& queu
     b.warn("dead-lettering from queue '" + queue + "' to exchange '" + plan->exchange + "': " + refusal +
            "; the message was dropped");
   }
-  if (subjects.empty()) return bus->term(d.reply);  // every queue it would reach is a cycle
+  if (subjects.empty()) return term();  // every queue it would reach is a cycle
   auto octets = wire::encode_properties(props);
   expect_expiries(b, subjects, octets);
-  publish_copies(bus, ex, subjects, octets, d.body, std::move(d.reply));
+  publish_copies(bus, ex, subjects, octets, d.body, std::move(d.reply), std::move(settled));
 }
 
 void give_up_rejected(broker& b, boost::asio::any_io_executor ex, const std::string& queue, std::string reply,

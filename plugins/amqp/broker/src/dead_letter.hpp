@@ -7,6 +7,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,14 +54,16 @@ std::optional<std::uint64_t> expiry_of(const bus::delivery& d, std::optional<std
 // to the queue (broker::rules_for: acked unseen); or waited in it longer than its `expiration`
 // or the queue's x-message-ttl allows (RabbitMQ checks that when a message reaches the queue's
 // head), or was returned to it more often than its x-delivery-limit allows: the queue gives it
-// up. True when the caller must not deliver it.
-bool passed_over(broker& b, boost::asio::any_io_executor ex, const std::string& queue, bus::delivery& d);
+// up. True when the caller must not deliver it. `settled`, when given, runs once d.reply is
+// settled (acked, termed or, a copy not stored, nakked), only when this returns true.
+bool passed_over(broker& b, boost::asio::any_io_executor ex, const std::string& queue, bus::delivery& d,
+                 std::function<void()> settled = {});
 
 // The queue gives up on a delivery its consumer read: dead-lettered when the queue has a
 // dead-letter exchange, dropped otherwise. The bus settles d.reply either way: term once the
-// copies are stored, nak (back to the queue) when storing one failed.
+// copies are stored, nak (back to the queue) when storing one failed; then `settled` runs.
 void give_up(broker& b, boost::asio::any_io_executor ex, const std::string& queue, death_reason why,
-             bus::delivery d);
+             bus::delivery d, std::function<void()> settled = {});
 // The same for a delivery the client rejected (requeue false): the message is read back from the
 // stream by its sequence when the queue dead-letters.
 void give_up_rejected(broker& b, boost::asio::any_io_executor ex, const std::string& queue, std::string reply,

@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 
 #include "amqp/routing/names.hpp"
 #include "channel_context.hpp"
@@ -121,10 +122,11 @@ void expiry_sweeper::next_queue() {
   if (!b) return;
   std::string queue = std::move(round_.front());
   round_.pop_front();
-  boost::asio::post(b->bus_executor(), [self = shared_from_this(), queue = std::move(queue)] {
+  auto given_up = given_up_[queue];
+  boost::asio::post(b->bus_executor(), [self = shared_from_this(), queue = std::move(queue), given_up] {
     auto owner = self->broker_.lock();
     if (!owner) return;
-    auto h = self->look(*owner, queue);
+    auto h = self->look(*owner, queue, given_up);
     auto& io = owner->io();  // not on a bus thread: the broker's last reference may be this one
     boost::asio::post(io, [owner = std::move(owner)] {});
     boost::asio::post(self->strand_, [self, queue, h] { self->looked(queue, h); });
@@ -133,7 +135,7 @@ void expiry_sweeper::next_queue() {
 
 // Blocking, on the bus pool. Nothing to do while a pull of any replica waits on the queue (that
 // reader finds what expired), or when the head was delivered before (requeued).
-expiry_sweeper::head expiry_sweeper::look(broker& b, const std::string& queue) {
+expiry_sweeper::head expiry_sweeper::look(broker& b, const std::string& queue, const std::set<std::uint64_t>& given_up) {
   auto info = b.bus().peek_queue(routing::consumer_name(queue));  // a count that lags only delays the look
   if (!info) return {false, false, std::nullopt, info.error().kind != bus::bus_errc::not_found};
   const auto expires = b.read_topology([&](const routing::topology& t) -> std::optional<std::uint64_t> {
@@ -145,7 +147,8 @@ expiry_sweeper::head expiry_sweeper::look(broker& b, const std::string& queue) {
     use = look_at_use(b, queue, *info, *expires);
     if (use.unused) return use;
   }
-  auto h = look_at_head(b, queue, *info);
+  auto h = look_at_head(b, queue, *info, given_up);
+  h.ack_floor = info->ack_floor_stream_seq;
   if (!h.expires_at_ms || (use.expires_at_ms && *use.expires_at_ms < *h.expires_at_ms)) h.expires_at_ms = use.expires_at_ms;
   return h;
 }
@@ -165,10 +168,14 @@ expiry_sweeper::head expiry_sweeper::look_at_use(broker& b, const std::string& q
   return {false, false, last + expires};
 }
 
-expiry_sweeper::head expiry_sweeper::look_at_head(broker& b, const std::string& queue, const bus::queue_info& info) {
+expiry_sweeper::head expiry_sweeper::look_at_head(broker& b, const std::string& queue, const bus::queue_info& info,
+                                                  const std::set<std::uint64_t>& given_up) {
   head again;
   again.again = true;
-  if (info.num_waiting > 0 || info.requeued() > 0) return again;  // read elsewhere, or a requeued head
+  const auto own = static_cast<std::uint64_t>(
+      std::distance(given_up.upper_bound(info.ack_floor_stream_seq), given_up.end()));
+  const bool requeued = info.requeued() > own;
+  if (info.num_waiting > 0 || requeued) return again;  // read elsewhere, or a requeued head
   if (info.num_pending == 0) return {};  // nothing until the next publish
   const auto filters = b.filters_of(queue);
   if (filters.empty()) return {};
@@ -187,6 +194,10 @@ expiry_sweeper::head expiry_sweeper::look_at_head(broker& b, const std::string& 
 
 void expiry_sweeper::looked(const std::string& queue, const head& h) {
   if (stopped_) return;
+  if (auto it = given_up_.find(queue); it != given_up_.end()) {
+    it->second.erase(it->second.begin(), it->second.upper_bound(h.ack_floor));
+    if (it->second.empty()) given_up_.erase(it);
+  }
   if (h.unused) {
     if (auto b = broker_.lock()) b->delete_queue(queue);
     taken_.erase(queue);
@@ -218,9 +229,17 @@ void expiry_sweeper::take(const std::string& queue) {
     auto owner = self ? self->broker_.lock() : nullptr;
     if (!owner || self->pull_ != pull || self->stopped_) return bus->nak(d.reply);
     ++self->pull_;  // answered
-    const bool gave_up = passed_over(*owner, self->strand_, queue, d);
-    if (!gave_up) bus->nak(d.reply);
-    boost::asio::post(self->strand_, [self, queue, gave_up] { self->taken(queue, gave_up); });
+    // The next look comes once the head given up is settled, and does not count it as requeued
+    // while the bus still counts it unacknowledged (given_up_).
+    auto settled = [self, queue, seq = d.stream_seq] {
+      boost::asio::post(self->strand_, [self, queue, seq] {
+        self->given_up_[queue].insert(seq);
+        self->taken(queue, true);
+      });
+    };
+    if (passed_over(*owner, self->strand_, queue, d, std::move(settled))) return;
+    bus->nak(d.reply);
+    boost::asio::post(self->strand_, [self, queue] { self->taken(queue, false); });
   };
   callbacks.on_event = [weak = weak_from_this(), queue, pull](bus::pull_event) {
     auto self = weak.lock();
@@ -235,6 +254,7 @@ void expiry_sweeper::take(const std::string& queue) {
 void expiry_sweeper::taken(const std::string& queue, bool gave_up) {
   puller_.reset();
   if (stopped_) return;
+  if (gave_up) again_seconds_.erase(queue);  // the queue moves: a look that must wait waits a second
   if (gave_up && ++taken_[queue] < most_in_a_row) {
     round_.push_front(queue);  // the next head may have expired too
   } else {

@@ -60,15 +60,18 @@ class expiry_sweeper final : public std::enable_shared_from_this<expiry_sweeper>
     bool unused = false;                          // the queue itself expired (x-expires): delete it
     std::optional<std::uint64_t> expires_at_ms;  // the head expires then: look again at that time
     bool again = false;  // read elsewhere, a requeued head, or a failed look: look again later
+    std::uint64_t ack_floor = 0;  // the consumer's: heads given up at or below it are settled on the bus
   };
   void schedule(const std::string& queue, clock::time_point at, bool only_earlier);
   void unschedule(const std::string& queue);
   void arm();
   void on_timer();
   void next_queue();
-  head look(broker& b, const std::string& queue);
+  // `given_up`: the stream sequences of the heads of `queue` this sweeper gave up.
+  head look(broker& b, const std::string& queue, const std::set<std::uint64_t>& given_up);
   head look_at_use(broker& b, const std::string& queue, const bus::queue_info& info, std::uint64_t expires);
-  head look_at_head(broker& b, const std::string& queue, const bus::queue_info& info);
+  head look_at_head(broker& b, const std::string& queue, const bus::queue_info& info,
+                    const std::set<std::uint64_t>& given_up);
   void take(const std::string& queue);
   void looked(const std::string& queue, const head& h);
   void taken(const std::string& queue, bool gave_up);
@@ -87,6 +90,10 @@ class expiry_sweeper final : public std::enable_shared_from_this<expiry_sweeper>
   std::uint64_t pull_ = 0;  // which pull an answer belongs to; each is answered once
   std::map<std::string, int> taken_;  // heads taken in a row, per queue
   std::map<std::string, int> again_seconds_;  // the next "look again" delay of a queue being read
+  // Heads given up (settled: termed, or nakked when a copy was not stored) that the bus may still
+  // count unacknowledged, per queue, until its ack floor passes them. They are not requeued heads
+  // of someone else's: a look must not back off for them (a nakked one is taken again).
+  std::map<std::string, std::set<std::uint64_t>, std::less<>> given_up_;
 };
 
 }  // namespace amqp::broker
