@@ -177,6 +177,44 @@ class PublishAwaitingFollowers(unittest.TestCase):
             self.assertIsNone(channel[0].basic_get(self.queue, auto_ack=True)[0])
 
 
+class NodeStopsAnswering(unittest.TestCase):
+    """The node `cloud` talks to hangs with its connections open (SIGSTOP: a stalled machine, or
+    one cut off by the network): `cloud` must move to a live node, not wait for TCP to notice."""
+
+    def setUp(self):
+        self.cluster = self.enterContext(cloudtest.NatsCluster(3))
+        self.cloud = self.enterContext(cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": self.cluster.url}))
+        self.queue = f"hung-{uuid.uuid4().hex[:8]}"
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            conn.channel().queue_declare(self.queue, durable=True)
+
+    def test_publishes_are_confirmed_again_soon_after_the_node_cloud_talks_to_hangs(self):
+        ports = cloudtest.tcp_peer_ports(self.cloud.proc.pid)
+        dialled = [n for n in self.cluster.nodes if n["port"] in ports]
+        self.assertTrue(dialled, f"cloud talks to none of {self.cluster.url} ({ports})")
+        hung = dialled[0]
+        os.kill(hung["proc"].pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, hung["proc"].pid, signal.SIGCONT)
+        paused = time.monotonic()
+        # The other two nodes are a majority: once `cloud` talks to one of them (and the streams
+        # the hung node led have new leaders), a publish is confirmed. Before, every publish was
+        # nacked after CLOUD_AMQP_PUBLISH_TIMEOUT (30 s) for minutes.
+        outcomes = []
+
+        def confirmed():
+            try:
+                with pika.BlockingConnection(params(self.cloud)) as conn:
+                    ch = conn.channel()
+                    ch.confirm_delivery()
+                    ch.basic_publish("", self.queue, b"after", pika.BasicProperties(delivery_mode=2), mandatory=True)
+                return True
+            except (pika.exceptions.AMQPError, pika.exceptions.NackError) as e:
+                outcomes.append(f"{time.monotonic() - paused:.1f} s: {e!r}")
+                return False
+        self.assertTrue(cloudtest.wait_until(confirmed, 25, interval=0.5) and time.monotonic() - paused < 25,
+                        f"no publish confirmed within 25 s of {hung['name']} hanging: {outcomes}\n{self.cloud.log}")
+
+
 class TwoReplicas(unittest.TestCase):
     """Two `cloud` processes on the cluster, each dialling every node."""
 

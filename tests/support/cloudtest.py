@@ -128,6 +128,26 @@ def thread_stacks(pid):
     return f"thread stacks of pid {pid} (gdb):\n{done.stdout[-60000:]}"
 
 
+def tcp_peer_ports(pid):
+    """Remote ports of the process's established IPv4 TCP connections (/proc: which servers it
+    talks to)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    with open(f"/proc/{pid}/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[3] == "01" and fields[9] in inodes:  # 01: ESTABLISHED
+                ports.add(int(fields[2].rsplit(":", 1)[1], 16))
+    return ports
+
+
 def wait_until(predicate, timeout, interval=0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
