@@ -6,6 +6,7 @@ import time
 
 import pika
 import pika.exceptions as px
+from pika.adapters.utils.connection_workflow import AMQPConnectorException
 
 # pika's exceptions, each as the kind of event the ledger records
 _KINDS = (
@@ -13,6 +14,7 @@ _KINDS = (
     (px.ConnectionClosedByBroker, "connection-closed"),
     (px.StreamLostError, "connection-lost"),
     (px.AMQPConnectionError, "connect-failed"),
+    (AMQPConnectorException, "connect-failed"),  # a handshake that timed out, say
     (px.ChannelWrongStateError, "channel-wrong-state"),
     (px.ConnectionWrongStateError, "connection-wrong-state"),
     (px.AMQPChannelError, "channel-error"),

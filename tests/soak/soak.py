@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 
 import pika.exceptions as px
 
@@ -49,10 +50,22 @@ def interrupt_on_terminate():
     signal.signal(signal.SIGHUP, raise_interrupt)
 
 
-def start_threads(objects, name_of=lambda o: o.name):
+def recorded(run, name, ledger):
+    """A worker whose unforeseen exception is an event of the run (so a failed check), not a
+    thread that silently stops."""
+    def guarded():
+        try:
+            run()
+        except Exception as e:  # noqa: BLE001 - whatever it was, the report names it
+            ledger.event(name, None, "worker-crashed", None, traceback.format_exc()[-600:])
+            raise e
+    return guarded
+
+
+def start_threads(objects, ledger, name_of=lambda o: o.name):
     threads = []
     for o in objects:
-        t = threading.Thread(target=o.run, daemon=True, name=name_of(o))
+        t = threading.Thread(target=recorded(o.run, name_of(o), ledger), daemon=True, name=name_of(o))
         t.start()
         threads.append(t)
     return threads
@@ -181,9 +194,9 @@ def main(argv):
         for fault in plan:
             log(t0, f"planned: {fault}")
         monitor = sampling.Sampler(env.processes, stop)
-        start_threads([monitor], lambda _o: "sampler")
+        start_threads([monitor], ledger, lambda _o: "sampler")
         load = topology.workers(replicas, ledger, load_stop, args.seed)
-        load_threads = start_threads(load)
+        load_threads = start_threads(load, ledger)
         injector = Injector(env, plan, t0, stop)
         injector.start()
         try:
