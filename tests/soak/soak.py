@@ -12,6 +12,7 @@ import traceback
 
 import pika.exceptions as px
 
+import bus_trouble
 import clients
 import cloudtest
 import consumers
@@ -231,7 +232,8 @@ def main(argv):
             verdict.unbind_honoured(ledger, probes),
             verdict.final_state(problems),
             verdict.resources_flat(flatness),
-            verdict.closes_inside_windows(ledger, windows),
+            verdict.closes_inside_windows(ledger, windows, bus_trouble.moments(
+                env.cluster.tmp, [n["name"] for n in env.cluster.nodes])),
             verdict.faults_carried_out(injector.windows),
         ]
         summary = {"command": command, "minutes": args.minutes, "seed": args.seed, "grace_s": args.grace,

@@ -3,6 +3,8 @@
 (the first ITEMS_SHOWN of `count`)."""
 import time
 
+import bus_trouble
+
 ITEMS_SHOWN = 50
 EXPIRED_QUEUE, DEAD_QUEUE = "soak-expired", "soak-dead"
 DEAD_LETTER_QUEUES = (EXPIRED_QUEUE, DEAD_QUEUE)
@@ -134,10 +136,16 @@ def resources_flat(flatness):
                  f"{judged} of {len(flatness)} processes lived long enough to be judged")
 
 
-def closes_inside_windows(ledger, windows):
-    items = [e for e in ledger.events if not windows.covers(e["t"])]
+def closes_inside_windows(ledger, windows, bus_signs):
+    """`bus_signs`: when the nats-servers logged trouble of their own (bus_trouble.py); each
+    event outside the windows says whether it fell near one."""
+    items = [dict(e, bus_trouble_logged=bus_trouble.near(e["t"], bus_signs))
+             for e in ledger.events if not windows.covers(e["t"])]
+    troubled = sum(1 for e in items if e["bus_trouble_logged"])
     return check("no close, refusal or failure outside a fault window", items,
-                 f"{len(ledger.events)} events, {len(ledger.events) - len(items)} inside fault windows")
+                 f"{len(ledger.events)} events, {len(ledger.events) - len(items)} inside fault windows; "
+                 f"of those outside, {troubled} within {bus_trouble.AROUND_S:.0f} s of a raft group without "
+                 "quorum or leader that the nats-servers logged with no fault injected")
 
 
 def faults_carried_out(fault_windows):

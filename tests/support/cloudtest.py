@@ -464,14 +464,17 @@ class NatsCluster:
     def _config(self, node):
         # Every node routes to the first (which ignores its own route) and learns the others from
         # it. With routes from each node to every other, a 2.10 node now and then never met the
-        # meta leader (1 boot in 15; none in 70 so).
+        # meta leader (1 boot in 15; none in 70 so). Each advertises its own route address: the
+        # one gossiped otherwise is the address its route to the first came from (127.0.0.1),
+        # where a node on an address of its own does not listen, and the others never meet it.
         first = self.nodes[0]
         routes = f"nats-route://{first['host']}:{first['route']}"
         path = os.path.join(self.tmp, f"{node['name']}.conf")
         with open(path, "w") as f:
             f.write(f"server_name: {node['name']}\nlisten: {node['host']}:{node['port']}\n"
                     f"jetstream {{ store_dir: \"{self.store_dir(node['name'])}\" }}\n"
-                    f"cluster {{ name: cloudtest, listen: {node['host']}:{node['route']}, routes: [{routes}] }}\n"
+                    f"cluster {{ name: cloudtest, listen: {node['host']}:{node['route']}, "
+                    f"advertise: \"{node['host']}:{node['route']}\", routes: [{routes}] }}\n"
                     f"{self.extra_config}\n")
         return path
 
