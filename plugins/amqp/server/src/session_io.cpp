@@ -113,8 +113,9 @@ void session::send_connection_close(wire::reply_code code, const std::string& se
   send_method(0, close);
   enter(phase::closing);
   // Only close-ok may follow: a consumer left running would take messages nobody can be sent
-  // (a no-ack one loses them), so the channels end now, as RabbitMQ ends them.
-  release_channels();
+  // (a no-ack one loses them), so the channels end now, as RabbitMQ ends them. Posted: the
+  // exception may be raised from inside one of those channels' handlers.
+  net::post(executor_, [self = shared_from_this()] { self->release_channels(); });
   close_deadline_ = clock::now() + options_.close_timeout;
   wake(watchdog_timer_);
 }
