@@ -179,7 +179,7 @@ class get_request final : public std::enable_shared_from_this<get_request> {
       : s_(s), queue_(std::move(queue)), no_ack_(no_ack), turn_(std::move(method_turn)) {}
   // The channel went while the message was being counted: it goes back to the queue.
   ~get_request() {
-    if (taken_) s_.ctx.bus().nak(taken_->reply);
+    if (taken_) s_.ctx.bus().return_unseen(taken_->reply);
   }
 
   void start() {
@@ -200,7 +200,7 @@ class get_request final : public std::enable_shared_from_this<get_request> {
     bus::puller_callbacks callbacks;
     callbacks.on_delivery = [weak, bus = s_.ctx.bus_ptr()](bus::delivery d) {
       if (auto self = weak.lock()) return self->got(std::move(d));
-      bus->nak(d.reply);
+      bus->return_unseen(d.reply);
     };
     callbacks.on_event = [weak](bus::pull_event e) {
       if (auto self = weak.lock()) self->empty(e);
@@ -326,7 +326,7 @@ std::uint64_t deliver(basic_state& s, const std::string& consumer_tag, bool no_a
   auto& bus = s.ctx.bus();
   if (!s.ctx.is_open()) {
     // The channel is going: the message goes back, never dropped (a stream queue keeps it anyway).
-    if (!stream_offset) bus.nak(d.reply);
+    if (!stream_offset) bus.return_unseen(d.reply);
     if (owner) owner->release();
     return 0;
   }

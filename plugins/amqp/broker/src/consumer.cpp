@@ -42,7 +42,7 @@ void consumer::start_puller() {
     if (self && self->generation_ == generation) return self->on_delivery(std::move(d));
     // A replaced reader's (its credit was given back when it was replaced): the new one reads it
     // again. A stream queue's reader holds nothing to hand back.
-    if (!stream) bus->nak(d.reply);
+    if (!stream) bus->return_unseen(d.reply);
   };
   callbacks.on_event = [weak, generation](bus::pull_event e) {
     auto self = weak.lock();
@@ -197,7 +197,7 @@ void consumer::delete_reader(const std::string& reader) {
 
 void consumer::on_delivery(bus::delivery d) {
   if (!channel_) {
-    if (!reads_stream()) bus_->nak(d.reply);  // the channel is gone: back to the queue at once, never dropped
+    if (!reads_stream()) bus_->return_unseen(d.reply);  // the channel is gone: back to the queue at once, never dropped
     return;
   }
   if (!channel_->ctx.is_open()) {

@@ -30,6 +30,7 @@
 #include "publisher.hpp"
 #include "publish_counts.hpp"
 #include "requeue_order.hpp"
+#include "unseen_returns.hpp"
 
 namespace amqp::bus::detail {
 
@@ -143,6 +144,8 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   void rotate();
   void arm_watchdog();
   void on_watchdog();
+  bool fence();
+  void fenced(int code);
   void finish_stop();
 
   std::weak_ptr<client_impl> owner_;
@@ -167,6 +170,10 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   bool stopped_ = false;
   boost::asio::steady_timer watchdog_;
   bool watchdog_armed_ = false;
+  // stop() with requests open: its fence is out (fence()), the inbox is drained once answered.
+  std::optional<std::uint64_t> fence_;
+  std::chrono::steady_clock::time_point fence_until_{};
+  boost::asio::steady_timer fence_timer_;
   queue_sharing sharing_;
   int priority_;                    // all_consumers: its requests' consumer priority
   std::shared_ptr<pin_lease> pin_;  // single_active only
@@ -266,6 +273,7 @@ class client_impl final : public client {
   void ack(const std::string& reply) override;
   void nak(const std::string& reply) override;
   void term(const std::string& reply) override;
+  void return_unseen(const std::string& reply) override;
 
   std::shared_ptr<direct_subscription> subscribe_direct(const std::string& subject, boost::asio::any_io_executor ex,
                                                         std::function<void(delivery)> on_message) override;
@@ -287,6 +295,17 @@ class client_impl final : public client {
   bool publish_pull(const std::string& stream, const std::string& queue, const std::string& reply,
                     std::uint32_t batch, std::chrono::milliseconds expires, const std::optional<std::string>& pin,
                     int priority);
+  // A fence for `queue`'s pull requests made before it on this connection: a no-wait pull that
+  // no message fits (max_bytes 1), at consumer priority `priority`, answered on this client's
+  // inbox. The server serves a queue's requests in the order it got them (within a priority
+  // level) and sends what it took for them before the fence's answer, which `answered` gets
+  // (its status code; 503 no responders), posted to `ex`. Nullopt when it cannot be sent.
+  std::optional<std::uint64_t> publish_fence(const std::string& stream, const std::string& queue, int priority,
+                                             const boost::asio::any_io_executor& ex,
+                                             std::function<void(int code)> answered);
+  void forget_fence(std::uint64_t id);  // its answer, if it still comes, is dropped
+  // Publishes pull request `request` (its group added) for `queue`, answered on `reply`.
+  bool send_pull(const std::string& stream, const std::string& queue, const std::string& reply, json& request);
   // Blocking. A pull request of the queue's pinned group that no message fits: it renews `pin`
   // (false when the server says the pin is no longer that puller's), or, with "", only makes
   // the server look at the queue's requests again.
@@ -308,6 +327,8 @@ class client_impl final : public client {
   // A delivery reached this client: it is held until settled (queue_info::held_here), and
   // reported in progress meanwhile.
   void note_held(std::string_view queue, std::string reply, std::uint64_t seq);
+  // A delivery of `queue` came: its count leaves out what this client returned unseen.
+  void count_unseen(std::string_view queue, delivery& d);
   void forget_puller(const puller_impl* p);
   void release_msg(msg_ptr msg) { released_.release(std::move(msg)); }
 
@@ -367,11 +388,13 @@ class client_impl final : public client {
   void route_inbox(natsMsg* msg);
   void complete_direct(std::uint64_t id, bool received);
   void nak_answered(std::uint64_t id);
+  void fence_answered(std::uint64_t id, int code);
   void release_ordered(std::string_view queue);
   void send_nak(std::uint64_t id, const std::string& reply);
   void arm_sweep();
   void sweep();
   std::string_view settle(const std::string& reply, const char* verb);  // the reply's queue, when settled
+  void settle_for_good(const std::string& reply, const char* verb);     // +ACK, +TERM
 
   client_options options_;
   std::string stream_created_;  // when stream AMQP was created: which account's it is (join)
@@ -397,6 +420,7 @@ class client_impl final : public client {
   mutable std::mutex mutex_;  // guards everything below up to held_
   std::unordered_map<const puller_impl*, std::weak_ptr<puller_impl>> pullers_;
   std::map<std::uint64_t, pending_direct> directs_;
+  std::map<std::uint64_t, std::pair<boost::asio::any_io_executor, std::function<void(int)>>> fences_;
   std::vector<std::weak_ptr<topology_watch::state>> watches_;
   requeue_order requeue_;  // its own lock
   std::unordered_map<const puller_impl*, std::shared_ptr<puller_impl>> draining_;  // kept until drained
@@ -404,6 +428,7 @@ class client_impl final : public client {
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
 
   held_deliveries held_;  // its own lock
+  unseen_returns unseen_;  // its own lock
 
   permission_denials denials_;  // its own lock
 

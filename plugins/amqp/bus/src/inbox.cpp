@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <array>
 #include <charconv>
+#include <cstdlib>
 #include <tuple>
 
 #include "client_impl.hpp"
@@ -93,12 +94,16 @@ std::string_view client_impl::settle(const std::string& reply, const char* verb)
   return unhold(reply);
 }
 
-void client_impl::ack(const std::string& reply) {
-  if (auto queue = settle(reply, "+ACK"); !queue.empty()) release_ordered(queue);
+// The message leaves the queue: what was returned unseen of it no longer matters.
+void client_impl::settle_for_good(const std::string& reply, const char* verb) {
+  if (auto queue = settle(reply, verb); !queue.empty()) {
+    if (const auto ref = held_ref_of(reply)) unseen_.forget(ref->queue, ref->seq);
+    release_ordered(queue);
+  }
 }
-void client_impl::term(const std::string& reply) {
-  if (auto queue = settle(reply, "+TERM"); !queue.empty()) release_ordered(queue);
-}
+
+void client_impl::ack(const std::string& reply) { settle_for_good(reply, "+ACK"); }
+void client_impl::term(const std::string& reply) { settle_for_good(reply, "+TERM"); }
 
 // nats-server takes a consumer's acknowledgements in order, from a queue of their own: an
 // answered request on the consumer's ack subject proves every settlement sent before it was
@@ -136,6 +141,16 @@ void client_impl::nak(const std::string& reply) {
     arm_sweep();
   }
   release_ordered(queue);
+}
+
+void client_impl::return_unseen(const std::string& reply) {
+  if (const auto ref = held_ref_of(reply)) unseen_.returned(ref->queue, ref->seq, std::chrono::steady_clock::now());
+  nak(reply);
+}
+
+void client_impl::count_unseen(std::string_view queue, delivery& d) {
+  const std::uint64_t unseen = unseen_.count(queue, d.stream_seq);
+  d.delivered = d.delivered > unseen ? d.delivered - unseen : 1;
 }
 
 // The queue's NAKs that no delivery held here precedes any more go, in stream order.
@@ -265,6 +280,7 @@ void client_impl::route_inbox(natsMsg* msg) {
   if (subject[1] != '.' || !to_u64(subject.substr(2), id)) return;
   if (subject[0] == 'n') return nak_answered(id);
   if (subject[0] == 'r') return complete_direct(id, !natsMsg_IsNoResponders(msg));
+  if (subject[0] == 'f') return fence_answered(id, natsMsg_IsNoResponders(msg) ? 503 : std::atoi(header(msg, "Status").c_str()));
   if (subject[0] == 'a' && publisher_) publisher_->answered(id, msg);
 }
 

@@ -25,6 +25,8 @@ namespace {
 constexpr std::chrono::milliseconds answer_margin{3000};
 // A drain waits at most this long for the server to confirm the UNSUB.
 constexpr int drain_timeout_ms = 5000;
+// A stop waits at most this long for its fence's answer before it drains anyway.
+constexpr std::chrono::milliseconds fence_wait{2000};
 
 pull_event status_event(int code, std::string description) {
   pull_status st = pull_status::other;
@@ -94,6 +96,7 @@ puller_impl::puller_impl(std::weak_ptr<client_impl> owner, std::string queue, bo
       ex_(ex),
       callbacks_(std::move(callbacks)),
       watchdog_(ex),
+      fence_timer_(ex),
       sharing_(sharing),
       priority_(priority),
       pin_(sharing == queue_sharing::single_active ? std::make_shared<pin_lease>(owner_, queue_, ex) : nullptr) {}
@@ -105,6 +108,7 @@ puller_impl::puller_impl(std::weak_ptr<client_impl> owner, std::string stream, s
       ex_(ex),
       callbacks_(std::move(callbacks)),
       watchdog_(ex),
+      fence_timer_(ex),
       sharing_(queue_sharing::all_consumers),
       priority_(lowest_consumer_priority),
       stream_(std::move(stream)),
@@ -206,14 +210,17 @@ void puller_impl::on_msg(natsConnection*, natsSubscription*, natsMsg* raw, void*
   const auto* box = static_cast<std::shared_ptr<inbox_box>*>(closure)->get();
   auto owner = box->owner.lock();
   arrival a = read_arrival(msg.get());
-  if (a.message && owner && box->settles) owner->note_held(box->queue, a.message->reply, a.message->stream_seq);
+  if (a.message && owner && box->settles) {
+    owner->note_held(box->queue, a.message->reply, a.message->stream_seq);
+    owner->count_unseen(box->queue, *a.message);
+  }
   if (auto p = box->puller.lock()) {
     const auto ex = p->ex_;
     boost::asio::post(ex, [p = std::move(p), generation = box->generation, a = std::move(a)]() mutable {
       p->handle(generation, std::move(a));
     });
   } else if (a.message && owner && box->settles) {
-    owner->nak(a.message->reply);  // nobody to give it to: back to the queue at once
+    owner->return_unseen(a.message->reply);  // nobody to give it to: back to the queue at once
   }
   if (owner) owner->release_msg(std::move(msg));
 }
@@ -231,7 +238,7 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
   if (a.message) {
     if (count == counts_.end() || count->second.asked == 0 || stopped_) {
       // More than was asked for (never expected): it must not exceed the caller's credit.
-      if (auto owner = owner_.lock(); owner && settles_) owner->nak(a.message->reply);
+      if (auto owner = owner_.lock(); owner && settles_) owner->return_unseen(a.message->reply);
       return;
     }
     --count->second.asked;
@@ -242,7 +249,7 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
     if (callbacks_.on_delivery) {
       callbacks_.on_delivery(std::move(*a.message));
     } else if (auto owner = owner_.lock(); owner && settles_) {
-      owner->nak(a.message->reply);
+      owner->return_unseen(a.message->reply);
     }
     return;
   }
@@ -390,10 +397,44 @@ void puller_impl::stop() {
       owner->drain_started(shared_from_this());
     }
   }
+  // The server takes a message for a request before it sends it; one it sends once the inbox
+  // lost interest goes back to the queue by itself, ahead of what this client requeues next and
+  // counted as delivered. So the inbox is drained once a fence says that what the server took
+  // for its requests has been sent. A pinned puller has no fence: one without its pin would
+  // wait behind the pinned requests, or take the pin.
+  fence_until_ = std::chrono::steady_clock::now() + fence_wait;
+  if (settles_ && open_requests && !pin_ && fence()) return;
   drain_current();
   if (!current_ && counts_.empty()) {
     boost::asio::post(ex_, [self = shared_from_this()] { self->finish_stop(); });
   }
+}
+
+bool puller_impl::fence() {
+  auto owner = owner_.lock();
+  if (!owner) return false;
+  fence_ = owner->publish_fence(stream_, queue_, priority_, ex_, [weak = weak_from_this()](int code) {
+    if (auto self = weak.lock()) self->fenced(code);
+  });
+  if (!fence_) return false;
+  fence_timer_.expires_at(fence_until_);
+  fence_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    if (auto self = weak.lock(); self && !ec) self->fenced(0);  // no answer: drained anyway
+  });
+  return true;
+}
+
+// 408 "Requests Pending": fewer messages are ready than the queue's requests ask for, so the
+// server answered the fence at once while its requests may still take some; asked again. Any
+// other answer (404 none ready, 409 no message fits) came after what they took was sent.
+void puller_impl::fenced(int code) {
+  if (!fence_ || stopped_) return;
+  if (auto owner = owner_.lock()) owner->forget_fence(*fence_);
+  fence_.reset();
+  fence_timer_.cancel();
+  if (code == 408 && std::chrono::steady_clock::now() < fence_until_ && fence()) return;
+  drain_current();
+  if (!current_ && counts_.empty()) finish_stop();
 }
 
 void puller_impl::finish_stop() {
@@ -438,10 +479,7 @@ bool client_impl::publish_pull(const std::string& stream, const std::string& que
                                std::uint32_t batch, std::chrono::milliseconds expires,
                                const std::optional<std::string>& pin, int priority) {
   if (closed_) return false;
-  // The group on every request: a consumer with a priority group refuses a request without it
-  // (400 "Priority Group missing"); one without a group, made before consumer priorities and
-  // not converged yet, ignores group and level.
-  json request = {{"batch", std::max<std::uint32_t>(1, batch)}, {"group", priority_group}};
+  json request = {{"batch", std::max<std::uint32_t>(1, batch)}};
   if (pin) {
     if (!pin->empty()) request["id"] = *pin;
   } else {
@@ -459,10 +497,52 @@ bool client_impl::publish_pull(const std::string& stream, const std::string& que
     // message far larger than the ones before it can get a request there.
     request["max_bytes"] = request_max_bytes();
   }
+  return send_pull(stream, queue, reply, request);
+}
+
+// The group on every request: a consumer with a priority group refuses a request without it
+// (400 "Priority Group missing"); one without a group, made before consumer priorities and not
+// converged yet, ignores group and level.
+bool client_impl::send_pull(const std::string& stream, const std::string& queue, const std::string& reply,
+                            json& request) {
+  request["group"] = priority_group;
   const std::string body = request.dump();
   const std::string subject = "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + queue;
   return natsConnection_PublishRequest(control_.get(), subject.c_str(), reply.c_str(), body.data(),
                                        static_cast<int>(body.size())) == NATS_OK;
+}
+
+std::optional<std::uint64_t> client_impl::publish_fence(const std::string& stream, const std::string& queue,
+                                                        int priority, const boost::asio::any_io_executor& ex,
+                                                        std::function<void(int code)> answered) {
+  if (closed_ || at_once_inbox_.empty()) return std::nullopt;
+  const std::uint64_t id = next_id_++;
+  {
+    std::lock_guard lock{mutex_};
+    fences_.emplace(id, std::pair{ex, std::move(answered)});
+  }
+  json request = {{"batch", 1}, {"no_wait", true}, {"max_bytes", 1}, {"priority", bus_level(priority)}};
+  if (send_pull(stream, queue, at_once_inbox_ + ".f." + std::to_string(id), request)) return id;
+  forget_fence(id);
+  return std::nullopt;
+}
+
+void client_impl::forget_fence(std::uint64_t id) {
+  std::lock_guard lock{mutex_};
+  fences_.erase(id);
+}
+
+// Any thread.
+void client_impl::fence_answered(std::uint64_t id, int code) {
+  std::pair<boost::asio::any_io_executor, std::function<void(int)>> fence;
+  {
+    std::lock_guard lock{mutex_};
+    auto it = fences_.find(id);
+    if (it == fences_.end()) return;
+    fence = std::move(it->second);
+    fences_.erase(it);
+  }
+  boost::asio::post(fence.first, [answered = std::move(fence.second), code] { answered(code); });
 }
 
 void client_impl::note_held(std::string_view queue, std::string reply, std::uint64_t seq) {

@@ -243,6 +243,34 @@ TEST_CASE("nak redelivers with delivered = 2; term removes") {
   col.p->stop();
 }
 
+// A delivery that reached the client for a consumer already gone was never shown to anyone: as
+// in RabbitMQ, where it would have stayed in the queue, its count leaves that out.
+TEST_CASE("a delivery returned unseen comes back uncounted, a requeue once it was shown counted") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("unseen", {"amqp.d.unseen"}).ok());
+  REQUIRE(h.publish_one("amqp.d.unseen", "", "task").ok());
+  collector col(h, "unseen");
+  col.p->request(1, 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 1; }));
+  CHECK(col.deliveries[0].delivered == 1);
+  h.bus->return_unseen(col.deliveries[0].reply);
+  col.p->request(1, 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 2; }));
+  CHECK(col.deliveries[1].stream_seq == col.deliveries[0].stream_seq);
+  CHECK(col.deliveries[1].delivered == 1);  // the bus's second delivery, the first one shown
+  h.bus->return_unseen(col.deliveries[1].reply);
+  col.p->request(1, 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 3; }));
+  CHECK(col.deliveries[2].delivered == 1);
+  h.bus->nak(col.deliveries[2].reply);  // shown, then requeued: its next delivery is a redelivery
+  col.p->request(1, 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 4; }));
+  CHECK(col.deliveries[3].delivered == 2);
+  h.bus->ack(col.deliveries[3].reply);
+  REQUIRE(h.run_until([&] { return h.stream_messages() == 0; }));
+  col.p->stop();
+}
+
 // nats-server applies NAKs and pull requests from separate queues; the client holds a queue's
 // pull until its NAKs are answered, so a requeued message is never overtaken by a later one.
 TEST_CASE("a pull right after a nak gets the requeued message first, every time") {

@@ -420,6 +420,10 @@ class client : public std::enable_shared_from_this<client> {
   virtual void ack(const std::string& reply) = 0;
   virtual void nak(const std::string& reply) = 0;
   virtual void term(const std::string& reply) = 0;
+  // Hands back a delivery no AMQP client was shown (its consumer, channel or get was gone), as
+  // nak does; its next delivery through this client does not count it (delivered), as if it
+  // had stayed in the queue.
+  virtual void return_unseen(const std::string& reply) { nak(reply); }
 
   // ---- direct messages (outside the stream: RabbitMQ's direct reply-to) --------------------
   // Subscribes `subject`; each message is posted to `ex` as a delivery whose `reply` is empty
