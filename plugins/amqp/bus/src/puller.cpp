@@ -6,7 +6,9 @@
 // expires (408), or when the server finds no interest in its reply subject. So ending a
 // consumer's requests early (stop, or a bus connection that came back) drains its inbox's
 // subscription: the server processes the UNSUB, what it sent before that still arrives, and what
-// it would send after it goes straight back to the queue (nats-server's didNotDeliver).
+// it would send after it goes straight back to the queue (nats-server's didNotDeliver), counted
+// as delivered and ahead of later requeues. So a stop drains only once a fence (stop()) says
+// that what the server took for the requests has been sent.
 #include <boost/asio/post.hpp>
 #include <algorithm>
 #include <charconv>
