@@ -146,6 +146,7 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   void on_watchdog();
   bool fence();
   void fenced(int code);
+  void end_requests();
   void finish_stop();
 
   std::weak_ptr<client_impl> owner_;
@@ -170,8 +171,9 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   bool stopped_ = false;
   boost::asio::steady_timer watchdog_;
   bool watchdog_armed_ = false;
-  // stop() with requests open: its fence is out (fence()), the inbox is drained once answered.
-  std::optional<std::uint64_t> fence_;
+  // stop() with requests open: the inbox is drained once they can take nothing more (fence()).
+  bool fencing_ = false;
+  std::optional<std::uint64_t> fence_;  // the fence out, when one is
   std::chrono::steady_clock::time_point fence_until_{};
   boost::asio::steady_timer fence_timer_;
   queue_sharing sharing_;
@@ -297,9 +299,10 @@ class client_impl final : public client {
                     int priority);
   // A fence for `queue`'s pull requests made before it on this connection: a no-wait pull that
   // no message fits (max_bytes 1), at consumer priority `priority`, answered on this client's
-  // inbox. The server serves a queue's requests in the order it got them (within a priority
-  // level) and sends what it took for them before the fence's answer, which `answered` gets
-  // (its status code; 503 no responders), posted to `ex`. Nullopt when it cannot be sent.
+  // inbox after what the server took for earlier requests was sent: 404 when no message is
+  // ready, 408 when fewer than the queue's requests ask for, 409 when one is but does not fit.
+  // `answered` gets the status code (503 no responders), posted to `ex`. Nullopt when it cannot
+  // be sent.
   std::optional<std::uint64_t> publish_fence(const std::string& stream, const std::string& queue, int priority,
                                              const boost::asio::any_io_executor& ex,
                                              std::function<void(int code)> answered);

@@ -27,8 +27,10 @@ namespace {
 constexpr std::chrono::milliseconds answer_margin{3000};
 // A drain waits at most this long for the server to confirm the UNSUB.
 constexpr int drain_timeout_ms = 5000;
-// A stop waits at most this long for its fence's answer before it drains anyway.
+// A stop waits at most this long for its requests to take what is ready before it drains anyway.
 constexpr std::chrono::milliseconds fence_wait{2000};
+// How soon a stop asks again whether messages are ready for its requests.
+constexpr std::chrono::milliseconds fence_again{10};
 
 pull_event status_event(int code, std::string description) {
   pull_status st = pull_status::other;
@@ -245,6 +247,8 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
     }
     --count->second.asked;
     --asked_;
+    // A stop's requests are filled: nothing more can come, the fence is not needed any more.
+    const bool filled = fencing_ && generation == generation_ && count->second.asked == 0;
     note_size(a.bytes);
     if (!a.pin.empty() && pin_) pin_->take(a.pin, no_wait_open_);
     no_wait_open_ = false;
@@ -253,6 +257,7 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
     } else if (auto owner = owner_.lock(); owner && settles_) {
       owner->return_unseen(a.message->reply);
     }
+    if (filled && fencing_) end_requests();
     return;
   }
   // A heartbeat, a byte-bounded request that was filled (as a silent fill), or a drained inbox's.
@@ -401,17 +406,28 @@ void puller_impl::stop() {
   }
   // The server takes a message for a request before it sends it; one it sends once the inbox
   // lost interest goes back to the queue by itself, ahead of what this client requeues next and
-  // counted as delivered. So the inbox is drained once a fence says that what the server took
-  // for its requests has been sent. A pinned puller has no fence: one without its pin would
-  // wait behind the pinned requests, or take the pin.
+  // counted as delivered. So while messages are ready that the requests may take, the inbox is
+  // not drained (fence()). A pinned puller has no fence: one without its pin would take it.
   fence_until_ = std::chrono::steady_clock::now() + fence_wait;
   if (settles_ && open_requests && !pin_ && fence()) return;
+  end_requests();
+}
+
+void puller_impl::end_requests() {
+  fencing_ = false;
+  fence_timer_.cancel();
+  if (fence_) {
+    if (auto owner = owner_.lock()) owner->forget_fence(*fence_);
+    fence_.reset();
+  }
   drain_current();
   if (!current_ && counts_.empty()) {
     boost::asio::post(ex_, [self = shared_from_this()] { self->finish_stop(); });
   }
 }
 
+// Asks the server whether messages are ready that the open requests may still take: a fence
+// (client_impl::publish_fence), answered after what the server took before it was sent.
 bool puller_impl::fence() {
   auto owner = owner_.lock();
   if (!owner) return false;
@@ -419,24 +435,26 @@ bool puller_impl::fence() {
     if (auto self = weak.lock()) self->fenced(code);
   });
   if (!fence_) return false;
+  fencing_ = true;
   fence_timer_.expires_at(fence_until_);
   fence_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-    if (auto self = weak.lock(); self && !ec) self->fenced(0);  // no answer: drained anyway
+    if (auto self = weak.lock(); self && !ec && self->fencing_) self->end_requests();  // no answer in time
   });
   return true;
 }
 
-// 408 "Requests Pending": fewer messages are ready than the queue's requests ask for, so the
-// server answered the fence at once while its requests may still take some; asked again. Any
-// other answer (404 none ready, 409 no message fits) came after what they took was sent.
+// 404: nothing is ready, so nothing more is on its way to the requests. 408 (fewer ready than
+// the queue's requests ask for) or 409 (one ready that the fence does not fit): they may take
+// more, so the fence is asked again shortly, unless they are filled first (handle).
 void puller_impl::fenced(int code) {
-  if (!fence_ || stopped_) return;
-  if (auto owner = owner_.lock()) owner->forget_fence(*fence_);
+  if (!fencing_ || stopped_) return;
   fence_.reset();
   fence_timer_.cancel();
-  if (code == 408 && std::chrono::steady_clock::now() < fence_until_ && fence()) return;
-  drain_current();
-  if (!current_ && counts_.empty()) finish_stop();
+  if ((code != 408 && code != 409) || std::chrono::steady_clock::now() >= fence_until_) return end_requests();
+  fence_timer_.expires_after(fence_again);
+  fence_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    if (auto self = weak.lock(); self && !ec && self->fencing_ && !self->fence()) self->end_requests();
+  });
 }
 
 void puller_impl::finish_stop() {
