@@ -204,7 +204,7 @@ void consumer::on_delivery(bus::delivery d) {
     // It raised an exception and waits to be closed: its open requests would bring the same
     // messages back again and again, so they end now, as closed() would end them.
     stop();
-    if (!reads_stream()) bus_->nak(d.reply);
+    if (!reads_stream()) bus_->return_unseen(d.reply);  // shown to no client: not counted as delivered
     return;
   }
   if (reads_stream()) {
