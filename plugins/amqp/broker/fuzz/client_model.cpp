@@ -26,13 +26,39 @@ void client_channel::sent_publish() {
 }
 
 void client_channel::sent_settle(std::uint64_t tag, bool multiple) {
+  constexpr auto all = std::numeric_limits<std::uint64_t>::max();
   if (!multiple) {
     unacked_.erase(tag);
+    if (tag > last_tag_) settle_unseen(tag, tag);
   } else if (tag == 0) {
     unacked_.clear();
+    settle_unseen(last_tag_ + 1, all);
   } else {
     unacked_.erase(unacked_.begin(), unacked_.upper_bound(tag));
+    if (tag > last_tag_) settle_unseen(last_tag_ + 1, tag);
   }
+}
+
+void client_channel::sent_recover() {
+  unacked_.clear();
+  settle_unseen(last_tag_ + 1, std::numeric_limits<std::uint64_t>::max());
+}
+
+void client_channel::settle_unseen(std::uint64_t first, std::uint64_t last) {
+  open_settles_.push_back({first, last, synchronous_sent_});
+}
+
+// Replies come in the order their methods were sent, so this one answers a method sent after
+// every open settle it outnumbers: the broker applied those settles before answering it.
+void client_channel::received_reply() {
+  ++replies_received_;
+  while (!open_settles_.empty() && replies_received_ > open_settles_.front().replies_before)
+    open_settles_.pop_front();
+}
+
+bool client_channel::maybe_settled(std::uint64_t tag) const {
+  return std::any_of(open_settles_.begin(), open_settles_.end(),
+                     [&](const open_settle& s) { return s.first <= tag && tag <= s.last; });
 }
 
 std::uint64_t client_channel::unacked_tag(std::size_t pick) const {
@@ -42,6 +68,7 @@ std::uint64_t client_channel::unacked_tag(std::size_t pick) const {
 }
 
 void client_channel::receive(const wire::method& m) {
+  if (const auto name = wire::info_of(m).name; name.ends_with("-ok") || name == "basic.get-empty") received_reply();
   if (const auto* d = std::get_if<wire::basic_deliver>(&m)) return deliver(*d);
   if (const auto* g = std::get_if<wire::basic_get_ok>(&m)) return get_ok(*g);
   if (std::holds_alternative<wire::basic_get_empty>(m)) {
@@ -100,13 +127,15 @@ void client_channel::deliver(const wire::basic_deliver& d) {
   if (c == consumers_.end())
     violated(where() + "basic.deliver for consumer '" + d.consumer_tag + "' the channel does not have (never, or cancelled)");
   if (c->second.no_ack) return;
-  unacked_[d.delivery_tag] = {c->second.serial};
+  unacked_[d.delivery_tag] = {c->second.serial, maybe_settled(d.delivery_tag)};
   check_prefetch(c->second);
 }
 
 void client_channel::check_prefetch(const consumer_seen& c) const {
-  const auto mine = std::count_if(unacked_.begin(), unacked_.end(),
-                                  [&](const auto& u) { return u.second.consumer_serial == c.serial; });
+  // What may have been settled already is not counted: the bound is checked on what surely was not.
+  const auto mine = std::count_if(unacked_.begin(), unacked_.end(), [&](const auto& u) {
+    return u.second.consumer_serial == c.serial && !u.second.maybe_settled;
+  });
   if (c.prefetch != 0 && mine > c.prefetch)
     violated(where() + "consumer holds " + std::to_string(mine) + " unacked deliveries over its prefetch " +
              std::to_string(c.prefetch));
@@ -114,8 +143,9 @@ void client_channel::check_prefetch(const consumer_seen& c) const {
   const bool in_grace = std::any_of(consumers_.begin(), consumers_.end(),
                                     [&](const auto& e) { return e.second.serial <= grace_until_serial_; });
   const std::uint32_t bound = in_grace ? std::max(global_grace_, global_prefetch_) : global_prefetch_;
-  const auto all = std::count_if(unacked_.begin(), unacked_.end(),
-                                 [](const auto& u) { return u.second.consumer_serial != 0; });
+  const auto all = std::count_if(unacked_.begin(), unacked_.end(), [](const auto& u) {
+    return u.second.consumer_serial != 0 && !u.second.maybe_settled;
+  });
   if (static_cast<std::uint32_t>(all) > bound)
     violated(where() + std::to_string(all) + " unacked consumer deliveries over the global prefetch " +
              std::to_string(bound));
@@ -126,7 +156,7 @@ void client_channel::get_ok(const wire::basic_get_ok& g) {
   const bool no_ack = gets_sent_.front();
   gets_sent_.pop_front();
   delivered(g.delivery_tag);
-  if (!no_ack) unacked_[g.delivery_tag] = {0};
+  if (!no_ack) unacked_[g.delivery_tag] = {0, maybe_settled(g.delivery_tag)};
 }
 
 void client_channel::confirm(std::uint64_t tag, bool multiple, const char* what) {

@@ -26,9 +26,13 @@ class client_channel {
   void sent_get(bool no_ack) { gets_sent_.push_back(no_ack); }
   void sent_confirm_select() { confirming_ = true; }
   void sent_publish();
-  // ack / nack / reject / recover: the client forgets what it settled.
+  // A method that expects a reply (wire::method_info::synchronous).
+  void sent_synchronous() { ++synchronous_sent_; }
+  // ack / nack / reject / recover: the client forgets what it settled. The broker applies them in
+  // the channel's method order, possibly after deliveries the client has not received yet, so one
+  // that may cover unseen tags leaves those deliveries' fate open until a later reply (below).
   void sent_settle(std::uint64_t tag, bool multiple);
-  void sent_recover() { unacked_.clear(); }
+  void sent_recover();
 
   // What the client would settle next: an outstanding tag, a settled one, one never given.
   bool has_unacked() const { return !unacked_.empty(); }
@@ -49,7 +53,18 @@ class client_channel {
   };
   struct unacked_delivery {
     std::uint64_t consumer_serial = 0;  // 0: basic.get-ok (bound by no prefetch)
+    bool maybe_settled = false;         // arrived while a settle covering its tag was unapplied
   };
+  // A settle that may cover tags above the last one seen, [first, last], until the broker has
+  // surely applied it: once a reply to a method sent after it arrives.
+  struct open_settle {
+    std::uint64_t first = 0;
+    std::uint64_t last = 0;
+    std::uint64_t replies_before = 0;  // synchronous methods sent before it
+  };
+  void settle_unseen(std::uint64_t first, std::uint64_t last);
+  void received_reply();
+  bool maybe_settled(std::uint64_t tag) const;
   void delivered(std::uint64_t tag);
   void deliver(const wire::basic_deliver& d);
   void get_ok(const wire::basic_get_ok& g);
@@ -60,6 +75,9 @@ class client_channel {
   std::uint16_t id_;
   std::uint64_t last_tag_ = 0;
   std::map<std::uint64_t, unacked_delivery> unacked_;
+  std::deque<open_settle> open_settles_;
+  std::uint64_t synchronous_sent_ = 0;
+  std::uint64_t replies_received_ = 0;
   std::map<std::string, consumer_seen> consumers_;  // by tag, from consume-ok to cancel(-ok)
   std::uint64_t consumer_serial_ = 0;
   // Per-consumer prefetch and the channel's global one, as the broker applied them (qos-ok).

@@ -93,7 +93,10 @@ class world {
 
   void channel_action(action what, fuzz_connection& c, std::uint16_t ch, FuzzedDataProvider& in) {
     auto& client = c.client(ch);
-    auto method = [&](wire::method m) { c.broker_channel(ch).on_method(std::move(m)); };
+    auto method = [&](wire::method m) {
+      if (wire::info_of(m).synchronous) client.sent_synchronous();
+      c.broker_channel(ch).on_method(std::move(m));
+    };
     switch (what) {
       case action::exchange_declare: {
         wire::exchange_declare m;
