@@ -177,6 +177,24 @@ class Expired(DeadLetterCase):
         self.assertLess(elapsed, 2.0, f"the last dead-lettered {elapsed:.2f} s after its publish")
         self.assertEqual(self.count(self.q), 0)
 
+    def test_a_requeued_head_of_a_queue_nobody_reads_expires_with_those_behind_it(self):
+        """A head read once and requeued, then nobody reading: RabbitMQ expires it at its TTL and
+        the messages behind it after it. The bus cannot tell a requeued message from one a reader
+        elsewhere holds, so the look waited for a read that never came, and nothing in the queue
+        expired again (the soak found it after a replica died holding a head). 15 s of room
+        beside a TTL of 500 ms; before, none of the three in 15 s."""
+        self.declare(x_message_ttl=500)
+        for i in range(3):
+            self.publish(f"h{i}")
+        method, _, body = self.ch.basic_get(self.q, auto_ack=False)
+        self.assertEqual(body, b"h0")
+        self.ch.basic_reject(method.delivery_tag, requeue=True)
+        got = self.wait_dead(3)
+        self.assertEqual([b for _, _, b in got], [b"h0", b"h1", b"h2"])
+        for _, props, _ in got:
+            self.assertEqual(self.deaths(props)[0]["reason"], "expired")
+        self.assertEqual(self.count(self.q), 0)
+
     def test_without_a_dead_letter_exchange_the_expired_leave_the_count(self):
         self.ch.queue_declare(self.q, arguments={"x-message-ttl": 100})
         for i in range(3):

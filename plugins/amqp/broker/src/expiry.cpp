@@ -168,28 +168,59 @@ expiry_sweeper::head expiry_sweeper::look_at_use(broker& b, const std::string& q
   return {false, false, last + expires};
 }
 
+// When the first message of `queue` from stream sequence `from` on (skipping `skip`) expires.
+expiry_sweeper::message_expiry expiry_sweeper::expiry_from(broker& b, const std::string& queue,
+                                                           const std::vector<std::string>& filters,
+                                                           std::uint64_t from, const std::set<std::uint64_t>& skip) {
+  for (;;) {
+    auto next = b.bus().next_message(from, filters);
+    if (!next) return {true, false, std::nullopt};
+    if (!*next) return {};
+    if (skip.contains((*next)->seq)) {
+      from = (*next)->seq + 1;
+      continue;
+    }
+    auto message = b.bus().read_message((*next)->seq);
+    if (!message) return {true, false, std::nullopt};
+    const auto rules = b.rules_for(queue, *message);
+    if (!rules.routed) return {false, true, 0};  // no longer the queue's: acked unseen once taken
+    return {false, true, expiry_of(*message, rules.message_ttl)};
+  }
+}
+
 expiry_sweeper::head expiry_sweeper::look_at_head(broker& b, const std::string& queue, const bus::queue_info& info,
                                                   const std::set<std::uint64_t>& given_up) {
   head again;
   again.again = true;
+  if (info.num_waiting > 0) return again;  // read elsewhere: that reader finds what expired
   const auto own = static_cast<std::uint64_t>(
       std::distance(given_up.upper_bound(info.ack_floor_stream_seq), given_up.end()));
   const bool requeued = info.requeued() > own;
-  if (info.num_waiting > 0 || requeued) return again;  // read elsewhere, or a requeued head
-  if (info.num_pending == 0) return {};  // nothing until the next publish
+  if (!requeued && info.num_pending == 0) return {};  // nothing until the next publish
   const auto filters = b.filters_of(queue);
   if (filters.empty()) return {};
-  auto next = b.bus().next_message(info.delivered_stream_seq + 1, filters);
-  if (!next) return again;
-  if (!*next) return {};
-  auto message = b.bus().read_message((*next)->seq);
-  if (!message) return again;
-  const auto rules = b.rules_for(queue, *message);
-  if (!rules.routed) return {true, false, std::nullopt};  // acked unseen once taken
-  const auto expiry = expiry_of(*message, rules.message_ttl);
-  if (!expiry) return {};
-  if (wall_clock_ms() > *expiry) return {true, false, std::nullopt};
-  return {false, false, *expiry};
+  message_expiry fresh;  // the first message never delivered
+  if (info.num_pending > 0) fresh = expiry_from(b, queue, filters, info.delivered_stream_seq + 1, {});
+  if (fresh.failed) return again;
+  if (fresh.found && !fresh.at_ms) return requeued ? again : head{};  // it never expires, nor what is behind it
+  if (!requeued) return fresh.found ? due_at(*fresh.at_ms) : head{};
+  // A message delivered and not settled: requeued, or held by a reader on another replica (the
+  // bus does not say which). A pull of one brings a requeued one first, else the head above, so
+  // the queue is taken only once both have expired: one that has not must not be delivered.
+  const auto unsettled = expiry_from(b, queue, filters, info.ack_floor_stream_seq + 1, given_up);
+  if (unsettled.failed || !unsettled.found || !unsettled.at_ms) return again;
+  return due_at(std::max(*unsettled.at_ms, fresh.found ? *fresh.at_ms : 0));
+}
+
+expiry_sweeper::head expiry_sweeper::due_at(std::uint64_t wall_ms) {
+  if (wall_clock_ms() > wall_ms) return {true, false, std::nullopt};
+  return {false, false, wall_ms};
+}
+
+int expiry_sweeper::back_off(const std::string& queue) {
+  auto& seconds = again_seconds_[queue];
+  seconds = seconds == 0 ? 1 : std::min(slowest_again_seconds, seconds * 2);
+  return seconds;
 }
 
 void expiry_sweeper::looked(const std::string& queue, const head& h) {
@@ -206,9 +237,7 @@ void expiry_sweeper::looked(const std::string& queue, const head& h) {
   if (h.expired) return take(queue);
   taken_.erase(queue);
   if (h.again) {
-    auto& seconds = again_seconds_[queue];
-    seconds = seconds == 0 ? 1 : std::min(slowest_again_seconds, seconds * 2);
-    schedule(queue, clock::now() + std::chrono::seconds(seconds), true);
+    schedule(queue, clock::now() + std::chrono::seconds(back_off(queue)), true);
   } else {
     again_seconds_.erase(queue);
   }
@@ -238,7 +267,7 @@ void expiry_sweeper::take(const std::string& queue) {
       });
     };
     if (passed_over(*owner, self->strand_, queue, d, std::move(settled))) return;
-    bus->nak(d.reply);
+    bus->return_unseen(d.reply);  // no client saw it: its delivery count stays
     boost::asio::post(self->strand_, [self, queue] { self->taken(queue, false); });
   };
   callbacks.on_event = [weak = weak_from_this(), queue, pull](bus::pull_event) {
@@ -258,10 +287,11 @@ void expiry_sweeper::taken(const std::string& queue, bool gave_up) {
   if (gave_up && ++taken_[queue] < most_in_a_row) {
     round_.push_front(queue);  // the next head may have expired too
   } else {
-    // Looked at again after the other queues due when it gave up heads; a second later when the
-    // pull brought none (another reader came first), so that it never spins.
+    // Looked at again after the other queues due when it gave up heads. When the pull brought
+    // none (another reader came first, or holds the expired head), later, backing off as a look
+    // that must wait, so that it never spins.
     taken_.erase(queue);
-    schedule(queue, clock::now() + (gave_up ? std::chrono::seconds(0) : std::chrono::seconds(1)), true);
+    schedule(queue, clock::now() + std::chrono::seconds(gave_up ? 0 : back_off(queue)), true);
   }
   next_queue();
 }

@@ -11,11 +11,14 @@
 // a queue's last consumer here going and a declaration or use with x-expires; a look that finds a
 // head expiring later looks again then. A queue with nothing to expire costs nothing until the
 // next event. Each replica sweeps for its own publishes; a look finding the queue being read, or
-// its head requeued, looks again a second later, backing off to a minute. At start every such
+// a head it cannot judge, looks again a second later, backing off to a minute. At start every such
 // queue is looked at once.
 //
-// Only a head that was never delivered is looked at: a requeued message cannot be read without
-// being delivered again, which would count against its delivery limit. It expires at the next read.
+// A requeued message cannot be read without being delivered again, which counts against its
+// delivery limit, and the bus does not tell a requeued message from one a reader on another
+// replica holds: so with one of those after the consumer's ack floor, the queue is taken only
+// once that message and the never-delivered head have both expired (whichever a pull brings
+// leaves the queue then).
 //
 // A queue with x-expires is unused while its consumer has no pull waiting and nothing delivered
 // unsettled, on any replica, and none here: since the latest of the consumer's last activity
@@ -59,10 +62,17 @@ class expiry_sweeper final : public std::enable_shared_from_this<expiry_sweeper>
     bool expired = false;                         // the head expired (or is not the queue's): take it
     bool unused = false;                          // the queue itself expired (x-expires): delete it
     std::optional<std::uint64_t> expires_at_ms;  // the head expires then: look again at that time
-    bool again = false;  // read elsewhere, a requeued head, or a failed look: look again later
+    bool again = false;  // read elsewhere, a head that may never expire, or a failed look: look again later
     std::uint64_t ack_floor = 0;  // the consumer's: heads given up at or below it are settled on the bus
   };
+  // The first message at or after a stream sequence: when it expires.
+  struct message_expiry {
+    bool failed = false;                    // the bus did not answer
+    bool found = false;                     // there is one
+    std::optional<std::uint64_t> at_ms;     // when it expires (0: at once); none: never
+  };
   void schedule(const std::string& queue, clock::time_point at, bool only_earlier);
+  int back_off(const std::string& queue);  // seconds until the next look of a queue that must wait
   void unschedule(const std::string& queue);
   void arm();
   void on_timer();
@@ -72,6 +82,9 @@ class expiry_sweeper final : public std::enable_shared_from_this<expiry_sweeper>
   head look_at_use(broker& b, const std::string& queue, const bus::queue_info& info, std::uint64_t expires);
   head look_at_head(broker& b, const std::string& queue, const bus::queue_info& info,
                     const std::set<std::uint64_t>& given_up);
+  static head due_at(std::uint64_t wall_ms);  // a head expiring then: taken now, or looked at then
+  message_expiry expiry_from(broker& b, const std::string& queue, const std::vector<std::string>& filters,
+                             std::uint64_t from, const std::set<std::uint64_t>& skip);
   void take(const std::string& queue);
   void looked(const std::string& queue, const head& h);
   void taken(const std::string& queue, bool gave_up);
