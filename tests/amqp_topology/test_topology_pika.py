@@ -10,6 +10,7 @@ import signal
 import threading
 import time
 import unittest
+import uuid
 
 import pika.exceptions
 
@@ -259,6 +260,32 @@ class Replicas(unittest.TestCase):
             # A delete on A is seen on B.
             cha.queue_delete(queue="rep-q")
             self.assertFalse(queue_exists(cb, "rep-q"))
+        finally:
+            ca.close()
+            cb.close()
+
+    def test_a_queue_declared_on_a_is_routable_from_b_right_after_its_declare_ok(self):
+        """A mandatory publish through B, sent the moment A answered declare-ok: B's mirror may
+        not have heard of the queue yet, and the bucket decides, as RabbitMQ's cluster routes to
+        a queue any node declared. Before, B returned some of them 312 NO_ROUTE and stored
+        nothing (the soak saw it for a minute on a bus without quorum)."""
+        ca, cb = connect(self.a), connect(self.b)
+        try:
+            cha, chb = ca.channel(), cb.channel()
+            chb.confirm_delivery()
+            returned = []
+            names = [f"rep-mand-{uuid.uuid4().hex[:8]}" for _ in range(60)]
+            for name in names:
+                cha.queue_declare(queue=name, auto_delete=False)
+                try:
+                    chb.basic_publish(exchange="", routing_key=name, body=name.encode(), mandatory=True)
+                except pika.exceptions.UnroutableError:
+                    returned.append(name)
+            self.assertEqual(returned, [], "returned unroutable right after the queue's declare-ok on A")
+            for name in names:
+                method, _, body = cha.basic_get(queue=name, auto_ack=True)
+                self.assertEqual(body, name.encode(), name)
+                cha.queue_delete(queue=name)
         finally:
             ca.close()
             cb.close()

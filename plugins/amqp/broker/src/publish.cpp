@@ -211,7 +211,6 @@ struct limited_publish {
   std::vector<length_limit> limits;
 };
 
-
 const length_limit& limit_of(const limited_publish& p, const std::string& queue) {
   return *std::find_if(p.limits.begin(), p.limits.end(), [&](const length_limit& l) { return l.queue == queue; });
 }
@@ -433,6 +432,39 @@ bool sender_selection_refused(channel_context& chan, const wire::basic_publish& 
   return true;
 }
 
+// Stored nowhere, returned when mandatory; under confirms still acked (a return is not a
+// failure to publish).
+void not_routed(basic_state& s, const publish_request& p, std::uint64_t seq) {
+  if (p.m.mandatory) return_unroutable(s.ctx, p.m, p.property_octets, p.body);
+  if (seq != 0) confirm_now(s, record_outcome(s, seq, publish_confirms::outcome::ack));
+}
+
+void store_routed(basic_state& s, publish_request p, const std::string& subject, std::uint64_t seq, turn publish_turn) {
+  auto& chan = s.ctx;
+  const auto& m = p.m;
+  chan.state().expect_expiries(m.exchange, m.routing_key, p.property_octets);
+  if (auto limits = limits_reached(chan.state(), m.exchange, m.routing_key); !limits.empty()) {
+    auto limited = std::make_shared<limited_publish>(
+        limited_publish{m, subject, std::move(p.property_octets), std::move(p.body), seq, std::move(limits)});
+    return chan.spawn(during, publish_limited(s, std::move(limited)), std::move(publish_turn));
+  }
+  store_on_bus(s, std::move(p), subject, seq);
+}
+
+// A mandatory publish to a queue the mirror lacks: it may be another replica's, its declaration
+// still on its way here (the mirror's watch lags), so the bucket says, as for an exchange.
+task<> publish_after_queue_lookup(basic_state& s, publish_request p, std::string subject, std::uint64_t seq,
+                                  turn publish_turn) {
+  auto key = routing::queue_key(p.m.routing_key);
+  auto present = co_await entry_present(s.ctx, false, std::move(key), during);
+  if (!present) co_return;  // the bus failed: the channel is closed
+  if (!*present || !routable(s.ctx, "", p.m.routing_key)) {
+    not_routed(s, p, seq);
+    co_return;
+  }
+  store_routed(s, std::move(p), subject, seq, std::move(publish_turn));
+}
+
 // The publish, once its exchange is known to exist. It carries the turn only while a length
 // limit is checked on the bus; once a publish is handed to the bus the turn ends (pipelined).
 void publish_to(basic_state& s, publish_request p, const routing::exchange_def& def, turn publish_turn) {
@@ -476,20 +508,13 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
     auto keys = std::move(selected->keys);
     return chan.spawn(during, publish_selected(s, std::move(p), *subject, std::move(keys), seq), std::move(publish_turn));
   }
-  if (to_nothing || (m.mandatory && !routable(chan, m.exchange, m.routing_key))) {
-    // Stored nowhere, returned when mandatory; under confirms still acked (a return is not a
-    // failure to publish).
-    if (m.mandatory) return_unroutable(chan, m, p.property_octets, p.body);
-    if (seq != 0) confirm_now(s, record_outcome(s, seq, publish_confirms::outcome::ack));
-    return;
+  if (to_nothing) return not_routed(s, p, seq);
+  if (m.mandatory && !routable(chan, m.exchange, m.routing_key)) {
+    if (!m.exchange.empty()) return not_routed(s, p, seq);
+    return chan.spawn(during, publish_after_queue_lookup(s, std::move(p), *subject, seq, publish_turn),
+                      publish_turn);
   }
-  chan.state().expect_expiries(m.exchange, m.routing_key, p.property_octets);
-  if (auto limits = limits_reached(chan.state(), m.exchange, m.routing_key); !limits.empty()) {
-    auto limited = std::make_shared<limited_publish>(
-        limited_publish{m, *subject, std::move(p.property_octets), std::move(p.body), seq, std::move(limits)});
-    return chan.spawn(during, publish_limited(s, std::move(limited)), std::move(publish_turn));
-  }
-  store_on_bus(s, std::move(p), *subject, seq);
+  store_routed(s, std::move(p), *subject, seq, std::move(publish_turn));
 }
 
 // The exchange a publish names, once the bus said whether it exists; nullopt once refused.
