@@ -84,6 +84,27 @@ class Expires(unittest.TestCase):
         finally:
             other.close()
 
+    def test_a_consumer_on_another_replica_holding_all_its_prefetch_keeps_it(self):
+        """A consumer with nothing left to ask for has no pull waiting on the bus, so the other
+        replica cannot see it: its own replica keeps the queue's use stamp current."""
+        self.ch.queue_declare(self.q, arguments={"x-expires": EXPIRES_MS})
+        self.ch.confirm_delivery()
+        self.ch.basic_publish("", self.q, b"held")
+        other = connect(B)
+        try:
+            ch = other.channel()
+            ch.basic_qos(prefetch_count=1)
+            held = []
+            ch.basic_consume(self.q, lambda c, m, p, b: held.append(m.delivery_tag))
+            deadline = time.monotonic() + 2 * EXPIRES_MS / 1000 + ROOM
+            while time.monotonic() < deadline:
+                other.process_data_events(time_limit=0.1)
+            self.assertEqual(len(held), 1)
+            self.assertTrue(self.exists(), "a queue whose consumer holds a delivery expired")
+            ch.basic_ack(held[0])
+        finally:
+            other.close()
+
     def test_a_declaration_or_a_get_counts_as_use(self):
         self.ch.queue_declare(self.q, arguments={"x-expires": EXPIRES_MS})
         for kind, use in (("declare", lambda: self.ch.queue_declare(self.q, arguments={"x-expires": EXPIRES_MS})),
@@ -95,6 +116,23 @@ class Expires(unittest.TestCase):
                 use()
                 time.sleep(0.4)
             self.assertTrue(self.exists(), f"the queue expired though a {kind} used it every 0.4 s")
+        self.assertTrue(self.gone_after(EXPIRES_MS / 1000 + ROOM))
+
+    def test_a_message_requeued_to_nobody_does_not_keep_it(self):
+        """A basic.get whose message went back (rejected with requeue, or its channel closed):
+        nothing holds it, so the queue goes at its expiry, as in RabbitMQ. The bus counts such a
+        message unacknowledged until it is delivered again, which in an unused queue is never:
+        taken for a delivery someone holds, it kept the queue for good (the soak saw a queue
+        outlive its x-expires by minutes after its client lost a channel mid-cycle)."""
+        self.ch.queue_declare(self.q, arguments={"x-expires": EXPIRES_MS})
+        self.ch.confirm_delivery()
+        for body in (b"requeued", b"closed over"):
+            self.ch.basic_publish("", self.q, body)
+        method, _, _ = self.ch.basic_get(self.q, auto_ack=False)
+        self.ch.basic_reject(method.delivery_tag, requeue=True)
+        other = self.conn.channel()
+        other.basic_get(self.q, auto_ack=False)
+        other.close()
         self.assertTrue(self.gone_after(EXPIRES_MS / 1000 + ROOM))
 
     def test_an_invalid_or_other_x_expires_is_406_as_in_rabbitmq(self):

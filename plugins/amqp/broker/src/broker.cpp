@@ -434,17 +434,20 @@ std::string broker::locked_text(const std::string& queue) const {
 bool broker::add_consumer(const std::string& queue, const std::shared_ptr<channel_context>& channel,
                           const std::string& consumer_tag, bool exclusive, std::string& refusal, bool ack_required,
                           std::uint16_t prefetch) {
-  std::lock_guard lock(owners_mutex_);
-  auto& refs = consumers_[queue];
-  if (std::any_of(refs.begin(), refs.end(), [](const consumer_ref& r) { return r.exclusive; })) {
-    refusal = "queue '" + queue + "'" + in_vhost() + " in exclusive use";
-    return false;
+  {
+    std::lock_guard lock(owners_mutex_);
+    auto& refs = consumers_[queue];
+    if (std::any_of(refs.begin(), refs.end(), [](const consumer_ref& r) { return r.exclusive; })) {
+      refusal = "queue '" + queue + "'" + in_vhost() + " in exclusive use";
+      return false;
+    }
+    if (exclusive && !refs.empty()) {
+      refusal = "queue '" + queue + "'" + in_vhost() + " in exclusive use";  // RabbitMQ's text for both
+      return false;
+    }
+    refs.push_back(consumer_ref{channel, channel.get(), consumer_tag, exclusive, ack_required, prefetch});
   }
-  if (exclusive && !refs.empty()) {
-    refusal = "queue '" + queue + "'" + in_vhost() + " in exclusive use";  // RabbitMQ's text for both
-    return false;
-  }
-  refs.push_back(consumer_ref{channel, channel.get(), consumer_tag, exclusive, ack_required, prefetch});
+  note_use(queue, use::consumer_added);  // from now on this replica's looks keep its x-expires clock
   return true;
 }
 

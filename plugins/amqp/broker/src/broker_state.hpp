@@ -114,7 +114,7 @@ class broker : public std::enable_shared_from_this<broker> {
   // A queue with x-expires was used by what the bus cannot see (a declare, a basic.get, the end
   // of its last consumer here): the time is written to its `u.` key in the bucket, for every
   // replica's expiry check (expiry.hpp).
-  enum class use { declare, get, consumer_gone };
+  enum class use { declare, get, consumer_added, consumer_gone };
   void note_use(const std::string& queue, use how);
   // A policy's trim of a queue to its length limit (policies.cpp), one at a time per queue:
   // begin_trim is false while one runs (which is then asked to count again); end_trim is true when

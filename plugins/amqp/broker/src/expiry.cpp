@@ -155,9 +155,15 @@ expiry_sweeper::head expiry_sweeper::look(broker& b, const std::string& queue, c
 
 expiry_sweeper::head expiry_sweeper::look_at_use(broker& b, const std::string& queue, const bus::queue_info& info,
                                                  std::uint64_t expires) {
-  if (info.num_waiting > 0 || info.num_ack_pending > 0 || b.consumer_count(queue) > 0) {
-    return {false, false, wall_clock_ms() + expires / 2};  // in use: looked at again well before it could expire
+  const auto in_use = head{false, false, wall_clock_ms() + expires / 2};  // looked at again well before it could expire
+  if (b.consumer_count(queue) > 0) {
+    // Other replicas see a consumer only while it has a pull waiting; one holding all its prefetch
+    // keeps the queue for them through this stamp.
+    if (auto put = b.bus().kv_put(routing::use_key(queue), std::to_string(wall_clock_ms())); !put)
+      b.warn("recording the use of queue '" + queue + "' by its consumers for its x-expires: " + put.error().text);
+    return in_use;
   }
+  if (info.num_waiting > 0) return in_use;
   std::uint64_t last = std::max(info.last_active_ms, b.last_use_here_ms(queue));
   if (auto stamp = b.bus().kv_get(routing::use_key(queue))) {
     std::uint64_t ms = 0;

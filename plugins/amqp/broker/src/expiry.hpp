@@ -20,11 +20,14 @@
 // once that message and the never-delivered head have both expired (whichever a pull brings
 // leaves the queue then).
 //
-// A queue with x-expires is unused while its consumer has no pull waiting and nothing delivered
-// unsettled, on any replica, and none here: since the latest of the consumer's last activity
-// (the server's account: creation, delivery, ack) and the queue's `u.` key (a declare, a
-// basic.get, the end of a last consumer: broker::note_use). Past its x-expires, the queue is
-// deleted, as queue.delete deletes it; another replica deleting it at the same time is harmless.
+// A queue with x-expires is unused while it has no consumer here and no pull waiting on any
+// replica: since the latest of the consumer's last activity (the server's account: creation,
+// delivery, ack) and the queue's `u.` key (a declare, a basic.get, a consumer's start and end:
+// broker::note_use; and every look while a consumer here lives, so that one holding all its
+// prefetch, which other replicas cannot see, keeps it). Deliveries held unsettled do not count,
+// as in RabbitMQ: the bus counts a requeued message so until it is delivered again, which in an
+// unused queue is never. Past its x-expires, the queue is deleted, as queue.delete deletes it;
+// another replica deleting it at the same time is harmless.
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded (g++ 12)
 
 #include <boost/asio/io_context.hpp>
