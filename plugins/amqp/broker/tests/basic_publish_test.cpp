@@ -8,6 +8,7 @@
 #include <ostream>
 #include <thread>
 
+#include "amqp/routing/topology.hpp"
 #include "harness.hpp"
 
 using namespace amqp;
@@ -156,6 +157,23 @@ TEST_CASE("a mandatory publish that has a route is not returned") {
   h.bus->complete_publish(0, bus::bus_ok());
   h.settle();
   CHECK(h.count<wire::basic_return_>() == 0);
+  CHECK(confirms(h) == std::vector<confirm_frame>{{1, false, true}});
+}
+
+TEST_CASE("a mandatory publish to a queue another replica declared, before the mirror heard of it, is stored") {
+  harness h;
+  confirming(h);
+  h.settle();
+  routing::queue_def theirs;
+  theirs.durable = true;
+  // Written to the bucket as another replica writes it; the watch tells this mirror only later.
+  REQUIRE(h.bus->kv_create(routing::queue_key("theirs"), routing::encode_queue(theirs)));
+  h.publish("", "theirs", "routed", /*mandatory=*/true);
+  h.settle();
+  CHECK(h.count<wire::basic_return_>() == 0);
+  REQUIRE(h.bus->publish_count() == 1);
+  h.bus->complete_publish(0, bus::bus_ok());
+  h.settle();
   CHECK(confirms(h) == std::vector<confirm_frame>{{1, false, true}});
 }
 
