@@ -527,8 +527,10 @@ void broker::note_use(const std::string& queue, use how) {
     std::lock_guard lock(owners_mutex_);
     auto& last = uses_[queue];
     last.at_ms = at;
-    // A basic.get loop writes a quarter of the expiry apart; a declare or a consumer's end always.
-    if (how == use::get && now - last.written < std::chrono::milliseconds(*expires / 4)) return;
+    // A basic.get loop, or a living consumer's looks, write a quarter of the expiry apart; a
+    // declare or a consumer's start or end always.
+    const bool repeated = how == use::get || how == use::consumer_lives;
+    if (repeated && now - last.written < std::chrono::milliseconds(*expires / 4)) return;
     last.written = now;
   }
   boost::asio::post(bus_executor(), [self = shared_from_this(), queue, at] {

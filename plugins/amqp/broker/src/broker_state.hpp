@@ -111,10 +111,10 @@ class broker : public std::enable_shared_from_this<broker> {
   // True when this consumer is first; when the first goes, the next one's channel is told
   // (basic_class::consumers_may_ask) on its own executor.
   bool first_in_line(const std::string& queue, const channel_context& channel, const std::string& consumer_tag) const;
-  // A queue with x-expires was used by what the bus cannot see (a declare, a basic.get, the end
-  // of its last consumer here): the time is written to its `u.` key in the bucket, for every
-  // replica's expiry check (expiry.hpp).
-  enum class use { declare, get, consumer_added, consumer_gone };
+  // A queue with x-expires was used by what the bus cannot see (a declare, a basic.get, a
+  // consumer here: its start, its life, the end of the last one): the time is written to its `u.`
+  // key in the bucket, for every replica's expiry check (expiry.hpp).
+  enum class use { declare, get, consumer_added, consumer_lives, consumer_gone };
   void note_use(const std::string& queue, use how);
   // A policy's trim of a queue to its length limit (policies.cpp), one at a time per queue:
   // begin_trim is false while one runs (which is then asked to count again); end_trim is true when

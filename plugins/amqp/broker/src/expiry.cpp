@@ -158,9 +158,8 @@ expiry_sweeper::head expiry_sweeper::look_at_use(broker& b, const std::string& q
   const auto in_use = head{false, false, wall_clock_ms() + expires / 2};  // looked at again well before it could expire
   if (b.consumer_count(queue) > 0) {
     // Other replicas see a consumer only while it has a pull waiting; one holding all its prefetch
-    // keeps the queue for them through this stamp.
-    if (auto put = b.bus().kv_put(routing::use_key(queue), std::to_string(wall_clock_ms())); !put)
-      b.warn("recording the use of queue '" + queue + "' by its consumers for its x-expires: " + put.error().text);
+    // keeps the queue for them through the use stamp.
+    b.note_use(queue, broker::use::consumer_lives);
     return in_use;
   }
   if (info.num_waiting > 0) return in_use;
