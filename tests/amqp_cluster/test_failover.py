@@ -289,5 +289,37 @@ class TwoReplicas(unittest.TestCase):
             for name in names:
                 self.assertEqual(other.channel().queue_declare(name, passive=True).method.message_count, 0)
 
+    def test_concurrent_binds_from_both_replicas_on_a_replicated_bucket_all_survive(self):
+        """Binds of one queue through both replicas at once: each is a revision-checked write of
+        the queue's bucket entry, and the loser re-reads and writes again. A replicated stream
+        refuses a write it finds another one in flight for with JetStream error 10164, not 10071;
+        taken for a failure, it closed the channel with 541 (the soak saw it, no fault injected)."""
+        queue = f"race-{uuid.uuid4().hex[:8]}"
+        with pika.BlockingConnection(params(self.a)) as conn:
+            ch = conn.channel()
+            ch.exchange_declare("race-x", exchange_type="direct")
+            ch.queue_declare(queue, durable=True)
+        errors = []
+
+        def bind_all(cloud, prefix):
+            try:
+                with pika.BlockingConnection(params(cloud)) as conn:
+                    ch = conn.channel()
+                    for i in range(20):
+                        ch.queue_bind(queue, "race-x", routing_key=f"{prefix}{i}")
+            except Exception as e:  # reported below, with the thread that failed
+                errors.append(f"{prefix}: {e!r}")
+        threads = [threading.Thread(target=bind_all, args=(c, p)) for c, p in ((self.a, "a"), (self.b, "b"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        with pika.BlockingConnection(params(self.b)) as conn:
+            ch = conn.channel()
+            ch.confirm_delivery()
+            for key in [f"{p}{i}" for p in "ab" for i in range(20)]:
+                ch.basic_publish("race-x", key, key.encode(), mandatory=True)  # UnroutableError if lost
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -243,10 +243,7 @@ bus_result<json> parse_api_reply(std::string_view step, natsMsg* reply) {
   if (auto it = body.find("error"); it != body.end() && it->is_object()) {
     const int js_code = it->value("err_code", 0);
     std::string text = it->value("description", std::string{"unknown error"});
-    bus_errc kind = bus_errc::failed;
-    if (js_code == JSConsumerNotFoundErr || js_code == JSStreamNotFoundErr || js_code == 10037)
-      kind = bus_errc::not_found;  // 10037: no message found
-    if (js_code == JSStreamWrongLastSequenceErr) kind = bus_errc::conflict;
+    const bus_errc kind = kind_of_js_code(js_code);
     if (js_code == JSNotEnabledErr || js_code == JSNotEnabledForAccountErr)
       text += ": enable JetStream on the bus (nats-server -js)";
     return failure(step, text + " [JetStream error " + std::to_string(js_code) + "]", kind, js_code);

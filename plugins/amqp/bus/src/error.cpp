@@ -4,9 +4,12 @@ namespace amqp::bus::detail {
 
 namespace {
 
+// A replicated stream refuses an expected-last-sequence write it finds another one in flight for
+// with this code, not 10071; nats.c's list predates it.
+constexpr int wrong_last_sequence_in_flight = 10164;
+
 bus_errc kind_of(natsStatus s, int js_code) {
-  if (js_code == JSStreamWrongLastSequenceErr) return bus_errc::conflict;
-  if (js_code == JSConsumerNotFoundErr || js_code == JSStreamNotFoundErr || js_code == JSNoMessageFoundErr) return bus_errc::not_found;
+  if (const auto kind = kind_of_js_code(js_code); kind != bus_errc::failed) return kind;
   switch (s) {
     case NATS_NOT_FOUND: return bus_errc::not_found;
     case NATS_TIMEOUT: return bus_errc::timeout;
@@ -17,6 +20,13 @@ bus_errc kind_of(natsStatus s, int js_code) {
 }
 
 }  // namespace
+
+bus_errc kind_of_js_code(int js_code) {
+  if (js_code == JSStreamWrongLastSequenceErr || js_code == wrong_last_sequence_in_flight) return bus_errc::conflict;
+  if (js_code == JSConsumerNotFoundErr || js_code == JSStreamNotFoundErr || js_code == JSNoMessageFoundErr)
+    return bus_errc::not_found;
+  return bus_errc::failed;
+}
 
 bus_error nats_failure(std::string_view step, natsStatus s, jsErrCode js_code) {
   std::string text{step};

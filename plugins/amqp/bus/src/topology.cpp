@@ -1,6 +1,6 @@
 // The topology bucket: revision-checked writes (raw publishes carrying
-// Nats-Expected-Last-Subject-Sequence, so a lost race comes back as JetStream error 10071
-// rather than as nats.c's bare NATS_ERR) and the watch that keeps the broker's mirror.
+// Nats-Expected-Last-Subject-Sequence, so a lost race comes back as JetStream error 10071, or
+// 10164 from a replicated stream, rather than as nats.c's bare NATS_ERR) and the watch that keeps the broker's mirror.
 #include <boost/asio/post.hpp>
 
 #include "client_impl.hpp"
