@@ -132,6 +132,8 @@ def final_state(problems):
 def resources_flat(flatness):
     items = [e for e in flatness if e.get("judged") and not e.get("flat")]
     judged = sum(1 for e in flatness if e.get("judged"))
+    if judged == 0:  # nothing measured is no pass
+        items = [{"problem": "no process lived long enough to be judged"}]
     return check("RSS and open fds flat after warm-up", items,
                  f"{judged} of {len(flatness)} processes lived long enough to be judged")
 
