@@ -42,9 +42,13 @@ class Sampler:
 # of allocator slack or a handful of sockets of passing clients are no leak).
 RSS_GROWTH, RSS_SLACK_KIB = 0.20, 16 * 1024
 FD_GROWTH, FD_SLACK = 0.10, 16
-# Judged: a process that lived 40 % of the run, or ten minutes of a long run (whose faults restart
-# every part many times).
-MIN_SAMPLES, MIN_LIFE_FRACTION, ENOUGH_LIFE_S = 9, 0.4, 600
+# Judged: a process that lived 40 % of the load, and at least four minutes (less is warm-up for a
+# nats-server's caches), or ten minutes of a long load (whose faults restart every part many times).
+MIN_SAMPLES, MIN_LIFE_FRACTION, MIN_LIFE_S, ENOUGH_LIFE_S = 9, 0.4, 240, 600
+
+
+def judged_life(run_seconds):
+    return min(max(MIN_LIFE_FRACTION * run_seconds, MIN_LIFE_S), ENOUGH_LIFE_S)
 
 
 def flatness(samples, run_seconds):
@@ -59,7 +63,7 @@ def flatness(samples, run_seconds):
         entry = {"role": role, "pid": pid, "samples": len(rows), "life_s": round(life, 1),
                  "rss_kib_first": rows[0]["rss_kib"], "rss_kib_max": max(r["rss_kib"] for r in rows),
                  "fds_max": max(r["fds"] for r in rows)}
-        if len(rows) < MIN_SAMPLES or life < min(MIN_LIFE_FRACTION * run_seconds, ENOUGH_LIFE_S):
+        if len(rows) < MIN_SAMPLES or life < judged_life(run_seconds):
             entry["judged"] = False
             results.append(entry)
             continue

@@ -233,7 +233,7 @@ def main(argv):
             verdict.expired_dead_lettered(ledger),
             verdict.unbind_honoured(ledger, probes),
             verdict.final_state(problems),
-            verdict.resources_flat(flatness),
+            verdict.resources_flat(flatness, load_end - t0),
             verdict.closes_inside_windows(ledger, windows, bus_trouble.moments(
                 env.cluster.tmp, [n["name"] for n in env.cluster.nodes])),
             verdict.faults_carried_out(injector.windows),
