@@ -580,14 +580,29 @@ class NatsCluster:
             # once, and a floor (2.10.27) node then once kept its routes yet never heard the meta
             # leader (CI, the harness's 60 s readiness wait ran out).
             for node in self.nodes:
-                self.start(node["name"])
-                if not wait_until(lambda: Cloud._accepts(node["port"], node["host"]), 20):
-                    raise AssertionError(f"cluster node {node['name']} did not listen within 20 s:\n{self.logs()}")
+                self._start_listening(node)
+            self.url = ",".join(f"nats://{n['host']}:{n['port']}" for n in self.nodes)
             self.wait_ready()
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
+
+    def _start_listening(self, node, attempts=3):
+        """Starts a node and waits until it listens. A port free when it was chosen can be taken
+        by another process's connection before the node binds it (nats-server then exits with
+        "address already in use"): the node gets fresh ports and starts again."""
+        for _attempt in range(attempts):
+            self.start(node["name"])
+            proc = node["proc"]
+            wait_until(lambda: Cloud._accepts(node["port"], node["host"]) or proc.poll() is not None, 20)
+            if proc.poll() is None and Cloud._accepts(node["port"], node["host"]):
+                return
+            if proc.poll() is None or "address already in use" not in self.logs():
+                break
+            node["port"], node["route"] = free_port(node["host"]), free_port(node["host"])
+        state = "running" if proc.poll() is None else f"exited with {proc.returncode}"
+        raise AssertionError(f"cluster node {node['name']} did not listen within 20 s ({state}):\n{self.logs()}")
 
     def __exit__(self, *exc):
         for node in self.nodes:

@@ -1,5 +1,6 @@
 """The harness's own contract: it finds the host's ports, and leaves nothing behind."""
 import os
+import socket
 import unittest
 
 import cloudtest
@@ -29,6 +30,17 @@ class HarnessTest(unittest.TestCase):
             _, body = cloud.get("/v1/health")
             pubsub = next(s for s in body["services"] if s["service"] == "pubsub")
             self.assertEqual(pubsub.get("server_version"), cloudtest.NATS_SERVER_VERSION, body)
+
+    def test_a_cluster_node_whose_port_was_taken_meanwhile_starts_on_fresh_ports(self):
+        cluster = cloudtest.NatsCluster(3)
+        taken = cluster.nodes[1]["route"]
+        with socket.socket() as squatter:
+            squatter.bind(("127.0.0.1", taken))
+            squatter.listen()
+            with cluster:
+                self.assertNotEqual(cluster.nodes[1]["route"], taken)
+                self.assertEqual(len(cluster.running()), 3)
+                self.assertIn(f":{cluster.nodes[1]['port']}", cluster.url)
 
     def test_a_none_in_env_unsets_the_variable(self):
         cloud = cloudtest.Cloud(wait=False, env={"NATS_SERVER_BIN": None, "CLOUD_EXTRA": "x"})
