@@ -268,9 +268,11 @@ class TwoReplicas(unittest.TestCase):
                 self.cluster.kill(self.cluster.leader_of("KV_amqp"))
             # A declare the bus cannot answer in time fails its channel (541: retry on a new
             # channel), as the error says to: for a minute after the kill, a new queue's R3
-            # consumer may wait for a leader longer than the bus timeout.
+            # consumer may wait for a leader longer than the bus timeout, and while it has none
+            # the bus answers at once that it is unavailable (10008), so a retry waits a little.
             refusals = []
-            for _attempt in range(10):
+            deadline = time.monotonic() + 60
+            while True:
                 try:
                     conn.channel().queue_declare(name, durable=True)
                     declared.append(name)
@@ -278,8 +280,9 @@ class TwoReplicas(unittest.TestCase):
                 except pika.exceptions.ChannelClosedByBroker as e:
                     self.assertEqual(e.reply_code, 541, e.reply_text)
                     refusals.append(e.reply_text)
-            else:
-                self.fail(f"queue {name} could not be declared in ten tries: {refusals}")
+                if time.monotonic() > deadline:
+                    self.fail(f"queue {name} could not be declared within a minute: {refusals}")
+                time.sleep(0.5)
         self.assertEqual(declared, names)
         # Every declaration is in the bucket once, and B (whose mirror replays the bucket) has it.
         keys = self.cluster.api("STREAM.INFO.KV_amqp", {"subjects_filter": "$KV.amqp.q.>"})["state"]["subjects"]
