@@ -218,7 +218,6 @@ def main(argv):
         finally:
             stop.set()
             load_stop.set()
-        run_seconds = time.time() - t0
         windows = verdict.Windows(injector.windows, args.grace)
         # Judged while the load ran: the final drain's many connections are not the load's.
         flatness = sampling.flatness([x for x in monitor.samples if x["t"] <= load_end], load_end - t0)
