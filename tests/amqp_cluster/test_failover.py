@@ -14,6 +14,7 @@ import pika
 import pika.exceptions
 
 import cloudtest
+from natsraw import NatsRaw
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "amqp_messaging"))
 from test_confirms_durability import params, publish_with_confirms  # noqa: E402
@@ -177,6 +178,49 @@ class PublishAwaitingFollowers(unittest.TestCase):
             self.assertIsNone(channel[0].basic_get(self.queue, auto_ack=True)[0])
 
 
+class MetaLayerWithoutLeader(unittest.TestCase):
+    """`cloud` dials one node, and the other two stop (SIGSTOP): the meta layer loses its leader,
+    and the node left answers every JetStream API request "temporarily unavailable" (10008) until
+    they come back."""
+
+    def setUp(self):
+        self.cluster = self.enterContext(cloudtest.NatsCluster(3))
+        self.node = self.cluster.nodes[0]
+        self.cloud = self.enterContext(cloudtest.Cloud(env={
+            "CLOUD_PUBSUB_URL": f"nats://127.0.0.1:{self.node['port']}", "CLOUD_AMQP_BUS_TIMEOUT": "30"}))
+        self.known = f"known-{uuid.uuid4().hex[:8]}"
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            conn.channel().queue_declare(self.known, durable=True)
+
+    def answers_unavailable(self):
+        try:
+            raw = NatsRaw(self.node["port"], self.node["host"], timeout=2)
+            try:
+                reply = raw.api(f"CONSUMER.INFO.AMQP.{self.known}")
+            finally:
+                raw.close()
+        except OSError:
+            return False
+        return reply.get("error", {}).get("err_code") == 10008
+
+    def test_a_declare_made_while_the_bus_answers_unavailable_waits_for_a_leader(self):
+        others = [n["name"] for n in self.cluster.nodes[1:]]
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            for name in others:
+                self.cluster.pause(name)
+                self.addCleanup(self.cluster.resume, name)
+            self.assertTrue(cloudtest.wait_until(self.answers_unavailable, 60, interval=0.5),
+                            f"node {self.node['name']} never answered 10008:\n{self.cluster.logs()}")
+            resume = threading.Timer(1.5, lambda: [self.cluster.resume(name) for name in others])
+            self.addCleanup(resume.cancel)
+            asked = time.monotonic()
+            resume.start()
+            # A declare makes sure of the queue's consumer, which the meta layer answers. Before,
+            # its first 10008 closed the channel with 541 at once.
+            conn.channel().queue_declare(self.known, durable=True)
+            self.assertGreater(time.monotonic() - asked, 1.5, "declared while the meta layer had no leader")
+
+
 class NodeStopsAnswering(unittest.TestCase):
     """The node `cloud` talks to hangs with its connections open (SIGSTOP: a stalled machine, or
     one cut off by the network): `cloud` must move to a live node, not wait for TCP to notice."""
@@ -268,8 +312,7 @@ class TwoReplicas(unittest.TestCase):
                 self.cluster.kill(self.cluster.leader_of("KV_amqp"))
             # A declare the bus cannot answer in time fails its channel (541: retry on a new
             # channel), as the error says to: for a minute after the kill, a new queue's R3
-            # consumer may wait for a leader longer than the bus timeout, and while it has none
-            # the bus answers at once that it is unavailable (10008), so a retry waits a little.
+            # consumer may wait for a leader longer than the bus timeout.
             refusals = []
             deadline = time.monotonic() + 60
             while True:

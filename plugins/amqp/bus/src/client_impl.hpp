@@ -348,11 +348,12 @@ class client_impl final : public client {
   // A blocking JetStream API request: `$JS.API.<api>` with a JSON body.
   bus_result<json> api(std::string_view step, const std::string& api_subject, const json& body);
   // Blocking, on the control connection. A request nobody answers at the moment ("no
-  // responders": a stream, the bucket or the meta layer electing a leader) is made again, 100 ms
-  // apart, within the request timeout; the last status is returned.
-  // A request whose subject the bus denied this client's user (on_async_error) ends
+  // responders"), or one answered "temporarily unavailable" (10008): a stream, the bucket or the
+  // meta layer electing a leader; it is made again, 100 ms apart, within the request timeout;
+  // the last status is returned, and the last attempt's answer is in `reply`, where the attempt
+  // put it. A request whose subject the bus denied this client's user (on_async_error) ends
   // NATS_NOT_PERMITTED once it times out.
-  natsStatus request_through_elections(const std::string& subject,
+  natsStatus request_through_elections(const std::string& subject, natsMsg* const& reply,
                                        const std::function<natsStatus(int timeout_ms)>& attempt);
   bus_result<connection_ptr> connect(const std::string& step, const std::string& name, bool send_at_once);
   int request_timeout_ms() const;

@@ -233,6 +233,22 @@ bool client_impl::denied_since(const std::string& subject, std::chrono::steady_c
   return denials_.since(subject, since);
 }
 
+namespace {
+
+// The API's answer while the meta layer or the asset asked about has no leader (10008): nothing
+// was done, and asking again once one is elected is safe.
+bool says_unavailable(natsMsg* reply) {
+  if (reply == nullptr || natsMsg_IsNoResponders(reply)) return false;
+  const std::string_view data{natsMsg_GetData(reply), static_cast<std::size_t>(natsMsg_GetDataLength(reply))};
+  if (data.find(std::to_string(JSClusterNotAvailErr)) == std::string_view::npos) return false;  // not worth parsing
+  const json body = json::parse(data, nullptr, false);
+  if (!body.is_object()) return false;
+  const auto error = body.find("error");
+  return error != body.end() && error->is_object() && error->value("err_code", 0) == JSClusterNotAvailErr;
+}
+
+}  // namespace
+
 bus_result<json> parse_api_reply(std::string_view step, natsMsg* reply) {
   if (natsMsg_IsNoResponders(reply)) return failure(step, no_jetstream_text);
   const char* data = natsMsg_GetData(reply);
@@ -257,7 +273,7 @@ bus_result<json> client_impl::api(std::string_view step, const std::string& api_
   const std::string payload = body.is_null() ? std::string{} : body.dump();
   const std::string subject = "$JS.API." + api_subject;
   natsMsg* raw = nullptr;
-  natsStatus s = request_through_elections(subject, [&](int timeout_ms) {
+  natsStatus s = request_through_elections(subject, raw, [&](int timeout_ms) {
     natsMsg_Destroy(std::exchange(raw, nullptr));  // an earlier attempt's, if any
     return natsConnection_Request(&raw, control_.get(), subject.c_str(), payload.data(),
                                   static_cast<int>(payload.size()), timeout_ms);
@@ -281,7 +297,7 @@ bus_error client_impl::consumer_limit(std::string_view step) const {
                  bus_errc::limit, JSMaximumConsumersLimitErr);
 }
 
-natsStatus client_impl::request_through_elections(const std::string& subject,
+natsStatus client_impl::request_through_elections(const std::string& subject, natsMsg* const& reply,
                                                   const std::function<natsStatus(int timeout_ms)>& attempt) {
   ++requests_;
   constexpr auto pause = std::chrono::milliseconds{100};
@@ -296,8 +312,9 @@ natsStatus client_impl::request_through_elections(const std::string& subject,
     // The last attempt has what is left of the timeout, maybe a millisecond: running out of it
     // says less than the "no responders" the attempts before it heard.
     if (s == NATS_TIMEOUT && unanswered) return NATS_NO_RESPONDERS;
-    if (s != NATS_NO_RESPONDERS || left <= pause || closed_) return s;
-    unanswered = true;
+    const bool electing = s == NATS_NO_RESPONDERS || (s == NATS_OK && says_unavailable(reply));
+    if (!electing || left <= pause || closed_) return s;
+    unanswered = unanswered || s == NATS_NO_RESPONDERS;
     std::this_thread::sleep_for(pause);
   }
 }

@@ -186,7 +186,7 @@ bus_result<std::uint64_t> client_impl::kv_put_expecting(const std::string& step,
   if (s != NATS_OK) return nats_failure(step, s);
   natsMsg* reply_raw = nullptr;
   s = request_through_elections(
-      kv_subject(key), [&](int timeout_ms) {
+      kv_subject(key), reply_raw, [&](int timeout_ms) {
         natsMsg_Destroy(std::exchange(reply_raw, nullptr));  // an earlier attempt's, if any
         return natsConnection_RequestMsg(&reply_raw, control_.get(), msg.get(), timeout_ms);
       });
