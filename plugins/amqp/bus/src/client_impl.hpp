@@ -71,6 +71,7 @@ struct arrival {
   std::string pin;  // a message's Nats-Pin-Id: the pin the server gave its request's puller
   std::size_t bytes = 0;  // a message's size as the server counts it against max_bytes, near enough
   bool filled = false;    // 409 Batch Completed: a request with bytes to spare got all its messages
+  bool first = false;     // a message the server counted delivered once (before unseen returns are left out)
 };
 arrival read_arrival(natsMsg* msg);
 // A message's header `key`; "" when it has none.
@@ -137,6 +138,7 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   void send_wanted();
   void send(const wanted& w);
   void handle(std::uint32_t generation, arrival a);
+  void mark_if_sent_again(delivery& d);
   void unfill(inbox_count& count, std::uint32_t n);
   void note_size(std::size_t bytes);
   void drained(std::uint32_t generation);
@@ -163,6 +165,7 @@ class puller_impl final : public puller, public std::enable_shared_from_this<pul
   bool dead_requests_ = false;  // a drained inbox had requests open: the server may still list them
   bool gated_ = false;          // stop() drained with requests open: the client holds the queue's NAKs
   std::uint32_t asked_ = 0;
+  std::uint64_t highest_first_ = 0;  // the highest stream sequence of a first delivery so far
   // The largest message of the current and of the previous run of recent_run deliveries.
   std::size_t largest_now_ = 0;
   std::size_t largest_before_ = 0;

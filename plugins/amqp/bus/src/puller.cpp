@@ -214,6 +214,7 @@ void puller_impl::on_msg(natsConnection*, natsSubscription*, natsMsg* raw, void*
   const auto* box = static_cast<std::shared_ptr<inbox_box>*>(closure)->get();
   auto owner = box->owner.lock();
   arrival a = read_arrival(msg.get());
+  a.first = a.message && a.message->delivered == 1;
   if (a.message && owner && box->settles) {
     owner->note_held(box->queue, a.message->reply, a.message->stream_seq);
     owner->count_unseen(box->queue, *a.message);
@@ -252,6 +253,7 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
     note_size(a.bytes);
     if (!a.pin.empty() && pin_) pin_->take(a.pin, no_wait_open_);
     no_wait_open_ = false;
+    if (a.first) mark_if_sent_again(*a.message);
     if (callbacks_.on_delivery) {
       callbacks_.on_delivery(std::move(*a.message));
     } else if (auto owner = owner_.lock(); owner && settles_) {
@@ -278,6 +280,19 @@ void puller_impl::handle(std::uint32_t generation, arrival a) {
   unfill(count->second, unfilled);
   a.status.unfilled = unfilled;
   if (callbacks_.on_event) callbacks_.on_event(std::move(a.status));
+}
+
+// A puller's first deliveries come in stream order. One at or below an earlier one is sent again:
+// by a consumer's new leader that never heard of the first sending (replicated after it), or by
+// an old leader that was paused and fills its requests before it learns it was replaced. The
+// client may have it already, so it goes out redelivered, as RabbitMQ marks what it may have
+// delivered before.
+void puller_impl::mark_if_sent_again(delivery& d) {
+  if (d.stream_seq > highest_first_) {
+    highest_first_ = d.stream_seq;
+    return;
+  }
+  d.delivered = std::max<std::uint64_t>(d.delivered, 2);
 }
 
 std::uint32_t puller_impl::window_in_bytes() const {

@@ -271,6 +271,39 @@ TEST_CASE("a delivery returned unseen comes back uncounted, a requeue once it wa
   col.p->stop();
 }
 
+// A consumer's new leader that never heard of deliveries its old leader made hands them out
+// again as first deliveries (the soak saw a paused old leader do the same once resumed). The
+// consumer made again from the stream's start, under the same puller, does just that here.
+TEST_CASE("a message the consumer hands out again as a first delivery reaches the puller as a redelivery") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("again", {"amqp.d.again"}).ok());
+  for (const char* body : {"one", "two"}) REQUIRE(h.publish_one("amqp.d.again", "", body).ok());
+  collector col(h, "again");
+  col.p->request(2, 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 2; }));
+  CHECK(col.deliveries[0].delivered == 1);
+  CHECK(col.deliveries[1].delivered == 1);
+
+  // Interest retention drops what no consumer holds: another one keeps the messages meanwhile.
+  auto config = h.server.api("CONSUMER.INFO.AMQP.again")["config"];
+  config["deliver_policy"] = "all";
+  auto keeper = config;
+  keeper["durable_name"] = "keeper";
+  REQUIRE_FALSE(h.server.api("CONSUMER.DURABLE.CREATE.AMQP.keeper", {{"stream_name", "AMQP"}, {"config", keeper}})
+                    .contains("error"));
+  REQUIRE(h.server.api("CONSUMER.DELETE.AMQP.again").value("success", false));
+  const auto made = h.server.api("CONSUMER.DURABLE.CREATE.AMQP.again", {{"stream_name", "AMQP"}, {"config", config}});
+  REQUIRE_MESSAGE(!made.contains("error"), made.dump());
+  col.p->request(2, 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 4; }));
+  for (std::size_t i : {2u, 3u}) {
+    CHECK(col.deliveries[i].stream_seq == col.deliveries[i - 2].stream_seq);
+    CHECK(col.deliveries[i].delivered == 2);
+  }
+  col.p->stop();
+  REQUIRE(h.run_until([&] { return col.stopped(); }));
+}
+
 // nats-server applies NAKs and pull requests from separate queues; the client holds a queue's
 // pull until its NAKs are answered, so a requeued message is never overtaken by a later one.
 TEST_CASE("a pull right after a nak gets the requeued message first, every time") {
