@@ -274,7 +274,8 @@ void give_up_rejected(broker& b, boost::asio::any_io_executor ex, const std::str
       auto owner = weak.lock();
       if (!owner) return;
       if (!read) {
-        if (read.error().kind == bus::bus_errc::not_found) return bus->term(reply);  // purged meanwhile
+        // Not found too: the stream's leader may lack what its consumer delivered (a node back
+        // from a full disk). Back in the queue, a purged message is gone for good all the same.
         owner->warn("dead-lettering from queue '" + queue + "': " + read.error().text +
                     "; the message goes back to the queue");
         return bus->nak(reply);

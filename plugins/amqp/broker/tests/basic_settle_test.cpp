@@ -209,6 +209,30 @@ TEST_CASE("basic.reject and basic.nack without requeue terminate the message on 
   CHECK(h.bus->ready(consumer_of("q")) == 0);
 }
 
+// A queue with a dead-letter exchange reads a rejected message back from the stream to copy it.
+// Not found there does not mean gone: a stream leader back from a full disk may lack what
+// another node's consumer delivered (the soak lost a rejected message so). It goes back to the
+// queue, and a later reject dead-letters it.
+TEST_CASE("a rejected message the stream cannot read back goes back to its queue, not away") {
+  harness h;
+  wire::field_table arguments;
+  arguments.entries.push_back({"x-dead-letter-exchange", wire::field_value(std::string())});
+  arguments.entries.push_back({"x-dead-letter-routing-key", wire::field_value(std::string("dlq"))});
+  consuming(h, 1, arguments);
+  h.declare("dlq");
+  h.bus->hide_from_reads(1);
+  h.method(wire::basic_reject{1, false});
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_deliver>() == 2; }));
+  CHECK(kinds(h.bus->settlements()) == std::vector{kind::nak});
+  CHECK(h.all<wire::basic_deliver>().back().redelivered);
+  REQUIRE(h.warnings.size() == 1);
+  CHECK(h.warnings[0].find("the message goes back to the queue") != std::string::npos);
+  h.bus->hide_from_reads(1, false);
+  h.method(wire::basic_reject{2, false});
+  REQUIRE(h.run_until([&] { return h.bus->ready(consumer_of("dlq")) == 1; }));
+  CHECK(h.bus->ready(consumer_of("q")) == 0);
+}
+
 TEST_CASE("basic.nack with multiple and requeue naks every tag up to N and they are redelivered") {
   harness h;
   consuming(h, 3);

@@ -403,7 +403,8 @@ bus::bus_result<std::optional<bus::stored_message>> fake_bus::next_message(std::
 }
 
 bus::bus_result<bus::delivery> fake_bus::read_message(std::uint64_t seq) {
-  if (seq == 0 || seq > stream_.size() || stream_[seq - 1].purged) return not_found("message " + std::to_string(seq));
+  if (seq == 0 || seq > stream_.size() || stream_[seq - 1].purged || unreadable_.contains(seq))
+    return not_found("message " + std::to_string(seq));
   const auto& m = stream_[seq - 1];
   bus::delivery d;
   d.subject = m.subject;

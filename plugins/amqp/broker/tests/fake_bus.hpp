@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,11 @@ class fake_bus final : public bus::client {
                       const std::string& body = {});
   // Manual publishes wait for complete_publish; automatic ones (the default) are stored at once.
   void set_manual_publishes(bool manual) { manual_publishes_ = manual; }
+  // read_message answers not_found for it while it is still stored: a stream leader whose store
+  // lacks what another node's consumer delivered (a node that came back from a full disk).
+  void hide_from_reads(std::uint64_t seq, bool hidden = true) {
+    if (hidden) unreadable_.insert(seq); else unreadable_.erase(seq);
+  }
   // Publishes the broker made so far (in call order, completed ones included).
   std::size_t publish_count() const { return publishes_.size(); }
   std::size_t publishes_waiting() const;
@@ -254,6 +260,7 @@ class fake_bus final : public bus::client {
   std::vector<pending_publish> publishes_;
   std::vector<delayed_message> delayed_;
   bool manual_publishes_ = false;
+  std::set<std::uint64_t> unreadable_;
   std::vector<settlement> settlements_;
   std::vector<handout> handed_out_;
   std::map<std::string, std::uint32_t> times_settled_;
