@@ -3,6 +3,7 @@ nats-server cluster, with faults injected on a schedule drawn from --seed, then 
 was lost. Run through scripts/soak (it finds or builds the release build); needs root (tmpfs
 mounts, iptables). Exit status 0 only when every check passed."""
 import argparse
+import json
 import os
 import signal
 import sys
@@ -16,6 +17,7 @@ import bus_trouble
 import clients
 import cloudtest
 import consumers
+import evidence
 import report
 import sampler as sampling
 import schedule
@@ -109,6 +111,15 @@ def drain_everything(env, ledger, churners, t0):
             problem["bus_consumer"] = consumer_state(env.cluster, problem["queue"])
     problems += expiring_queues_left(replica, churners)
     return problems
+
+
+def keep_evidence(out, lost, t0):
+    """What the bus says of the queues that kept confirmed messages (evidence.py), in lost.json."""
+    if not lost:
+        return
+    with open(os.path.join(out, "lost.json"), "w") as f:
+        json.dump(lost, f, indent=1, default=str)
+    log(t0, f"{len(lost)} queue(s) kept confirmed messages from every reader: the bus's view in {out}/lost.json")
 
 
 def settle(cluster, t0, timeout=120):
@@ -215,12 +226,13 @@ def main(argv):
             all_parts_up(env, t0)
             churners = [w for w in load if isinstance(w, QueueChurn)]
             problems = drain_everything(env, ledger, churners, t0)
+            keep_evidence(out, evidence.collect(env.cluster, ledger), t0)
         finally:
             stop.set()
             load_stop.set()
         windows = verdict.Windows(injector.windows, args.grace)
         # Judged while the load ran: the final drain's many connections are not the load's.
-        flatness = sampling.flatness([x for x in monitor.samples if x["t"] <= load_end], load_end - t0)
+        flatness = sampling.flatness([x for x in monitor.samples if x["t"] <= load_end])
         probes = [p for c in churners for p in c.probes]
         checks = [
             verdict.confirmed_delivered(ledger),

@@ -134,10 +134,10 @@ def resources_flat(flatness, load_seconds):
     items = [e for e in flatness if e.get("judged") and not e.get("flat")]
     judged = sum(1 for e in flatness if e.get("judged"))
     detail = f"{judged} of {len(flatness)} processes lived long enough to be judged"
-    if judged == 0 and load_seconds >= sampling.ENOUGH_LIFE_S:  # nothing measured is no pass
+    if judged == 0 and load_seconds >= sampling.LONG_LOAD_S:  # nothing measured is no pass
         items = [{"problem": "no process lived long enough to be judged"}]
     elif judged == 0:
-        detail = f"a load of {load_seconds:.0f} s is too short to judge (a process must live {sampling.MIN_LIFE_S} s)"
+        detail = f"no process of this {load_seconds:.0f} s load lived the {sampling.MIN_LIFE_S} s a judgement needs"
     return check("RSS and open fds flat after warm-up", items, detail)
 
 
