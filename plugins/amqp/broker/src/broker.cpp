@@ -617,15 +617,30 @@ void broker::forget_queue(const std::string& queue) {
 
 void broker::delete_queue(const std::string& queue) {
   forget_queue(queue);
+  remove_from_bus(queue, std::chrono::seconds{1});
+}
+
+void broker::remove_from_bus(const std::string& queue, std::chrono::seconds wait) {
   deletion_started(queue);
-  boost::asio::post(bus_executor(), [self = shared_from_this(), queue]() mutable {
-    if (auto failed = store::remove_entry(*self, *self->bus_, routing::queue_key(queue))) {
-      self->warn("deleting queue '" + queue + "': " + failed->text);
+  boost::asio::post(bus_executor(), [self = shared_from_this(), queue, wait]() mutable {
+    const auto failed = store::remove_entry(*self, *self->bus_, routing::queue_key(queue));
+    if (failed) {
+      self->warn("deleting queue '" + queue + "': " + failed->text + "; trying again in " +
+                 std::to_string(wait.count()) + " s");
     }
     self->deletion_finished(queue);
     // Not on a bus thread: the broker's last reference may be this one.
     auto& io = self->io_;
-    boost::asio::post(io, [self = std::move(self)] {});
+    boost::asio::post(io, [self = std::move(self), queue, wait, again = failed.has_value()] {
+      if (!again) return;
+      auto timer = std::make_shared<boost::asio::steady_timer>(self->io_, wait);
+      timer->async_wait([timer, weak = self->weak_from_this(), queue, wait](boost::system::error_code ec) {
+        auto owner = weak.lock();
+        if (ec || !owner) return;
+        const bool known = owner->read_topology([&](const routing::topology& t) { return t.find_queue(queue) != nullptr; });
+        if (!known) owner->remove_from_bus(queue, std::min(wait * 2, std::chrono::seconds{30}));
+      });
+    });
   });
 }
 

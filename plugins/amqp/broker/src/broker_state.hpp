@@ -141,7 +141,8 @@ class broker : public std::enable_shared_from_this<broker> {
   // The mirror gained or lost a stream queue: its feeders (stream_feeder.hpp) follow, soon.
   void feed_stream_queues();
   // The whole deletion, asynchronous: forget_queue, then the bus consumer and the KV key on
-  // the bus pool. Failures are logged to stderr; there is nobody to answer.
+  // the bus pool. There is nobody to answer: a failure is logged, and the bus part is tried
+  // again until it is done (remove_from_bus).
   void delete_queue(const std::string& queue);
   // A deletion of `queue` this process started has not reached the bus yet: a declaration that
   // meets it waits (after_deletion), so that it ends with a queue that exists rather than one
@@ -229,6 +230,10 @@ class broker : public std::enable_shared_from_this<broker> {
   // so that consumer priorities hold on queues declared before they existed. Blocking: run once,
   // on the bus's worker pool, soon after open.
   void converge_queue_consumers();
+  // delete_queue's bus part; after a failure (a node down, no leader) it runs again `wait` later,
+  // doubling to 30 s, unless the queue is known here again (declared anew, or written by another
+  // replica): that declaration stands.
+  void remove_from_bus(const std::string& queue, std::chrono::seconds wait);
   // Once a second, off the io threads, the windowed queues' routes are narrowed to what their
   // consumers have not passed (store::narrow_windows), so that delivery soon costs nothing again.
   void narrow_windows_soon();

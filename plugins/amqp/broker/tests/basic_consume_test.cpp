@@ -115,6 +115,33 @@ TEST_CASE("a no-ack consumer's deliveries are acked on the bus at once and are n
   acked_at_once(h, 3);
 }
 
+// Nobody is there to answer a deletion the server starts (auto-delete, x-expires, an exclusive
+// owner gone): one the bus failed (the soak's x-expires queue, a node's disk full) was logged and
+// forgotten here, its bucket entry and consumer left for good. It is tried again until done.
+TEST_CASE("an auto-delete queue whose deletion the bus failed is deleted on a later try") {
+  harness h;
+  h.open();
+  wire::queue_declare m;
+  m.queue = "ad";
+  m.durable = true;
+  m.auto_delete = true;
+  h.method(m);
+  REQUIRE(h.run_until([&] { return h.count<wire::queue_declare_ok>() == 1; }));
+  h.consume("ad", "c");
+  h.bus->fail_purges(1);
+  h.method(wire::basic_cancel{"c", false});
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_cancel_ok>() == 1; }));
+  REQUIRE(h.run_until([&] { return !h.warnings.empty(); }));
+  CHECK(h.warnings[0].find("deleting queue 'ad': drop the messages on") != std::string::npos);
+  CHECK(h.warnings[0].find("trying again in 1 s") != std::string::npos);
+  CHECK(h.bus->has_key("q.ad"));
+  bool gone = false;
+  for (int i = 0; i < 5 && !gone; ++i) gone = h.run_until([&] { return !h.bus->has_key("q.ad"); });
+  CHECK(gone);
+  CHECK_FALSE(h.bus->has_consumer(consumer_of("ad")));
+  CHECK(h.warnings.size() == 1);
+}
+
 TEST_CASE("basic.cancel is answered cancel-ok, nothing is delivered after it, and its deliveries may still be acked") {
   harness h;
   h.open();

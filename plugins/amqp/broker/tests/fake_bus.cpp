@@ -378,6 +378,10 @@ bus::bus_result<std::map<std::string, bus::queue_info>> fake_bus::peek_all_queue
 }
 
 bus::bus_status fake_bus::purge_subject(const std::string& subject) {
+  if (failing_purges_ > 0) {
+    --failing_purges_;
+    return bus::bus_error{"drop the messages on " + subject + ": Timeout", 0, bus::bus_errc::timeout};
+  }
   for (auto& m : stream_)
     if (m.subject == subject) m.purged = true;
   if (subject.ends_with(".>")) {

@@ -73,6 +73,9 @@ class fake_bus final : public bus::client {
                       const std::string& body = {});
   // Manual publishes wait for complete_publish; automatic ones (the default) are stored at once.
   void set_manual_publishes(bool manual) { manual_publishes_ = manual; }
+  // The next `n` purge_subject calls time out, as a bus without a stream leader does.
+  void fail_purges(int n) { failing_purges_ = n; }
+  bool has_key(const std::string& key) const { return kv_.contains(key); }
   // read_message answers not_found for it while it is still stored: a stream leader whose store
   // lacks what another node's consumer delivered (a node that came back from a full disk).
   void hide_from_reads(std::uint64_t seq, bool hidden = true) {
@@ -261,6 +264,7 @@ class fake_bus final : public bus::client {
   std::vector<delayed_message> delayed_;
   bool manual_publishes_ = false;
   std::set<std::uint64_t> unreadable_;
+  int failing_purges_ = 0;
   std::vector<settlement> settlements_;
   std::vector<handout> handed_out_;
   std::map<std::string, std::uint32_t> times_settled_;
