@@ -5,29 +5,26 @@ so that a message the stream lost can be told from one a consumer passed over.""
 import base64
 import json
 
+import verdict
+
 STORED_SHOWN = 50  # per filter subject
 
 
-def undelivered_by_queue(ledger):
-    seen = {d["id"] for d in ledger.deliveries}
-    by_queue = {}
-    for message_id in ledger.confirmed:
-        published = ledger.published[message_id]
-        if message_id in seen or message_id in ledger.excused or published["kind"] == "probe-after-unbind":
-            continue
-        by_queue.setdefault(published["queue"], []).append(message_id)
-    return by_queue
-
-
 def collect(cluster, ledger, limit=20):
-    """{queue: evidence} for at most `limit` queues holding undelivered confirmed messages."""
-    lost = undelivered_by_queue(ledger)
-    return {queue: {"undelivered": sorted(ids), **of_queue(cluster, queue)}
-            for queue, ids in sorted(lost.items())[:limit]}
+    """{"stream": its state, "queues": {queue: evidence}} for at most `limit` queues holding
+    undelivered confirmed messages; None when there is none."""
+    lost = {}
+    for message in verdict.undelivered(ledger):
+        lost.setdefault(message["queue"], []).append(message["id"])
+    if not lost:
+        return None
+    return {"stream": _ask(cluster, "STREAM.INFO.AMQP", None, lambda r: r.get("state")),
+            "queues": {queue: {"undelivered": sorted(ids), **of_queue(cluster, queue)}
+                       for queue, ids in sorted(lost.items())[:limit]}}
 
 
 def of_queue(cluster, queue):
-    found = {"stream": _ask(cluster, "STREAM.INFO.AMQP", None, lambda r: r.get("state"))}
+    found = {}
     consumer = _ask(cluster, f"CONSUMER.INFO.AMQP.{queue}", None, lambda r: r)
     if isinstance(consumer, dict) and "config" in consumer:
         filters = consumer["config"].get("filter_subjects") or [consumer["config"].get("filter_subject")]

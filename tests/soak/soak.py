@@ -119,7 +119,8 @@ def keep_evidence(out, lost, t0):
         return
     with open(os.path.join(out, "lost.json"), "w") as f:
         json.dump(lost, f, indent=1, default=str)
-    log(t0, f"{len(lost)} queue(s) kept confirmed messages from every reader: the bus's view in {out}/lost.json")
+    log(t0, f"{len(lost['queues'])} queue(s) kept confirmed messages from every reader: the bus's view in "
+            f"{out}/lost.json")
 
 
 def settle(cluster, t0, timeout=120):

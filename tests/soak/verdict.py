@@ -28,12 +28,17 @@ class Windows:
         return any(start <= t <= end for start, end in self.spans)
 
 
-def confirmed_delivered(ledger):
+def undelivered(ledger):
+    """Every confirmed message no reader received and none excused, by its confirm's time."""
     seen = {d["id"] for d in ledger.deliveries}
-    missing = [{"id": i, "queue": ledger.published[i]["queue"], "kind": ledger.published[i]["kind"],
-                "confirmed_at": t}
-               for i, t in sorted(ledger.confirmed.items(), key=lambda kv: kv[1])
-               if i not in seen and i not in ledger.excused and ledger.published[i]["kind"] != "probe-after-unbind"]
+    return [{"id": i, "queue": ledger.published[i]["queue"], "kind": ledger.published[i]["kind"],
+             "confirmed_at": t}
+            for i, t in sorted(ledger.confirmed.items(), key=lambda kv: kv[1])
+            if i not in seen and i not in ledger.excused and ledger.published[i]["kind"] != "probe-after-unbind"]
+
+
+def confirmed_delivered(ledger):
+    missing = undelivered(ledger)
     return check("every confirmed message delivered at least once", missing,
                  f"{len(ledger.confirmed)} confirmed, {len(ledger.excused)} excused by design "
                  "(in a churn queue left to expire)")

@@ -564,9 +564,10 @@ class NatsCluster:
         subject = f"CONSUMER.INFO.{stream}.{consumer}" if consumer else f"STREAM.INFO.{stream}"
         return self.api(subject).get("cluster", {}).get("leader")
 
-    def logs(self):
+    def logs(self, nodes=None):
+        """The last lines of each node's log (of `nodes`, default all)."""
         out = []
-        for node in self.nodes:
+        for node in self.nodes if nodes is None else nodes:
             path = os.path.join(self.tmp, f"{node['name']}.log")
             if os.path.exists(path):
                 with open(path, errors="replace") as f:
@@ -598,7 +599,7 @@ class NatsCluster:
             wait_until(lambda: Cloud._accepts(node["port"], node["host"]) or proc.poll() is not None, 20)
             if proc.poll() is None and Cloud._accepts(node["port"], node["host"]):
                 return
-            if proc.poll() is None or "address already in use" not in self.logs():
+            if proc.poll() is None or "address already in use" not in self.logs([node]):
                 break
             node["port"], node["route"] = free_port(node["host"]), free_port(node["host"])
         state = "running" if proc.poll() is None else f"exited with {proc.returncode}"
