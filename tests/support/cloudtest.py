@@ -15,6 +15,7 @@ on stop asserts that no nats-server it started survives.
 """
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -43,11 +44,29 @@ BOOT_TIMEOUT = float(os.environ.get("CLOUDTEST_BOOT_TIMEOUT", "60"))
 STOP_TIMEOUT = 30.0
 
 
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port(host="127.0.0.1"):
-    """A port the kernel just handed out and released (ephemeral, so collisions are rare)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A free port below the kernel's ephemeral range. A port the kernel hands out for port 0 (a
+    nats-server `cloud` starts on CLOUD_PUBSUB_PORT=0, a client socket's own end) comes from that
+    range, so it cannot take a port a test chose while `cloud` restarts and the port is unbound."""
+    low, _high = _ephemeral_range()
+    for _attempt in range(100):
+        port = random.randrange(10000, low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise OSError(f"no free port on {host} between 10000 and {low} after 100 tries")
 
 
 def have_plugin(library):
