@@ -42,6 +42,15 @@ class HarnessTest(unittest.TestCase):
                 self.assertEqual(len(cluster.running()), 3)
                 self.assertIn(f":{cluster.nodes[1]['port']}", cluster.url)
 
+    def test_a_chosen_port_is_free_and_below_what_the_kernel_hands_out_for_port_0(self):
+        # A port-0 pick (the embedded nats-server's, a client's own end) cannot take it while a
+        # restarted `cloud` has not bound it yet.
+        for _ in range(50):
+            port = cloudtest.free_port()
+            self.assertLess(port, cloudtest.ephemeral_low())
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("127.0.0.1", port))
+
     def test_a_none_in_env_unsets_the_variable(self):
         cloud = cloudtest.Cloud(wait=False, env={"NATS_SERVER_BIN": None, "CLOUD_EXTRA": "x"})
         try:
