@@ -334,12 +334,25 @@ std::vector<std::string> topology::queues_reached(std::string_view exchange, std
     if (find_queue(routing_key)) reached.emplace_back(routing_key);
     return reached;
   }
-  for (const auto& queue : queues_bound_to(exchange)) {
-    const queue_def* q = find_queue(queue);
-    if (q && std::any_of(q->bindings.begin(), q->bindings.end(), [&](const binding& b) {
-          return b.exchange == exchange && key_reaches(def->kind, exchange, b.key, *subject);
-        }))
-      reached.push_back(queue);
+  const exchange_index* index = index_of(exchange);
+  if (!index) return reached;
+  auto add = [&](const counted_names& queues) {
+    for (const auto& entry : queues) reached.push_back(entry.first);
+  };
+  switch (def->kind) {
+    case exchange_kind::fanout:
+      add(index->queues);
+      return reached;
+    case exchange_kind::direct:
+      if (auto it = index->keys.find(routing_key); it != index->keys.end()) add(it->second);
+      return reached;
+    case exchange_kind::topic:
+      for (const auto& [key, queues] : index->keys)
+        if (key_reaches(def->kind, exchange, key, *subject)) add(queues);
+      // A queue bound by several matching keys is reached once.
+      std::sort(reached.begin(), reached.end());
+      reached.erase(std::unique(reached.begin(), reached.end()), reached.end());
+      return reached;
   }
   return reached;
 }
@@ -367,7 +380,7 @@ bool topology::has_bindings(std::string_view exchange) const {
 void topology::index_queue(std::string_view queue, const queue_def& def) {
   for (const auto& b : def.bindings) {
     auto& index = index_[b.exchange];
-    count(index.keys, b.key, +1);
+    count(index.keys[b.key], queue, +1);
     count(index.queues, queue, +1);
   }
 }
@@ -376,7 +389,10 @@ void topology::unindex_queue(std::string_view queue, const queue_def& def) {
   for (const auto& b : def.bindings) {
     auto it = index_.find(b.exchange);
     if (it == index_.end()) continue;
-    count(it->second.keys, b.key, -1);
+    if (auto key = it->second.keys.find(b.key); key != it->second.keys.end()) {
+      count(key->second, queue, -1);
+      if (key->second.empty()) it->second.keys.erase(key);
+    }
     count(it->second.queues, queue, -1);
     if (it->second.queues.empty()) index_.erase(it);
   }

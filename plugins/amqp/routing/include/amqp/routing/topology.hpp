@@ -231,6 +231,7 @@ class topology {
   // scan over every queue). False for an absent exchange or an unpublishable key.
   bool routable(std::string_view exchange, std::string_view routing_key) const;
   // The queues a publish to (exchange, routing_key) reaches by their current bindings, sorted.
+  // From the same index: a direct exchange's key is one lookup, a topic's visits its distinct keys.
   std::vector<std::string> queues_reached(std::string_view exchange, std::string_view routing_key) const;
 
   // Queues whose routes are windowed (queue_def::windowed), sorted: their windows are narrowed
@@ -242,10 +243,12 @@ class topology {
   bool has_bindings(std::string_view exchange) const;
 
  private:
-  // Per exchange name (present or not): how many bindings name each key, and each queue.
+  using counted_names = std::map<std::string, std::size_t, std::less<>>;
+  // Per exchange name (present or not): the queues each binding key binds (how many bindings
+  // each), and every queue bound, so that a publish visits only the keys it can match.
   struct exchange_index {
-    std::map<std::string, std::size_t, std::less<>> keys;
-    std::map<std::string, std::size_t, std::less<>> queues;
+    std::map<std::string, counted_names, std::less<>> keys;
+    counted_names queues;
   };
   void index_queue(std::string_view queue, const queue_def& def);
   void unindex_queue(std::string_view queue, const queue_def& def);
