@@ -4,8 +4,10 @@ the order of frames on the wire is the point, a raw socket speaking pika's frame
 - After basic.cancel, channel close or connection close, every message the consumer had not had
   settled is at once visible to basic.get, to a passive declare's message_count and to the
   queue's other consumers; nothing arrives on a channel after its cancel-ok.
-- Requeued messages (nack/reject with requeue, basic.recover, close) come back in their queue
-  order, ahead of messages never delivered, redelivered=true.
+- Requeued messages (nack/reject with requeue, basic.recover, close) come back at once, ahead of
+  messages never delivered, redelivered=true, in the order they were requeued; what one method
+  requeues (nack multiple, recover, a channel's close) in queue order. A requeue never waits for an
+  earlier delivery the client still holds.
 - No requeued message waits for the ack wait, and none is delivered twice.
 
 "At once" is checked without sleeping: the first passive declare or basic.get after the
@@ -261,29 +263,32 @@ class Requeue(Base):
         self.assertEqual(seen, [(f"m{i}", False) for i in range(1, 5)] + [(f"m{i}", True) for i in range(1, 5)] +
                          [(f"m{i}", False) for i in range(5, 8)])
 
-    def test_requeues_in_any_order_come_back_in_queue_order(self):
-        """RabbitMQ puts a requeued message back at its place: nacks of m3, m2 and m1, one by one
-        and in that order, give m1, m2, m3 back, not the order the nacks came in."""
+    def test_requeues_come_back_first_in_the_order_they_were_requeued(self):
+        """Nacks of m3, m2 and m1, one by one and in that order, give them back in that order,
+        ahead of m4, which was never delivered. (A RabbitMQ classic queue gives m1, m2, m3, m4; a
+        3.10 quorum queue m4 first, then m3, m2, m1.)"""
         publish(self.ch, self.q, ["m1", "m2", "m3", "m4"])
         gch = self.conn.channel()
         tags = [gch.basic_get(self.q)[0].delivery_tag for _ in range(3)]
         for tag in reversed(tags):
             gch.basic_nack(tag, requeue=True)
         self.assertEqual(drain_by_get(self.ch, self.q),
-                         [("m1", True), ("m2", True), ("m3", True), ("m4", False)])
+                         [("m3", True), ("m2", True), ("m1", True), ("m4", False)])
 
-    def test_rejects_then_the_channels_close_requeue_in_queue_order(self):
-        """pika's channel.close() from inside a consumer's callback: the deliveries it has not
-        dispatched yet (m2, m3) are rejected one by one, then the close requeues the one the
-        callback holds (m1). The queue gives them back as m1, m2, m3."""
+    def test_rejects_then_the_channels_close_requeue_in_the_order_requeued(self):
+        """A cancelled consumer's channel: m2 and m3 are rejected one by one, then the close
+        requeues m1, which the client still held. They come back in the order requeued, m2, m3,
+        m1: the rejects did not wait for m1. (RabbitMQ 3.10 gives m1, m2, m3, classic and quorum
+        queue alike.)"""
         publish(self.ch, self.q, ["m1", "m2", "m3"])
         cch = self.conn.channel()
-        _, got = take(self.conn, cch, self.q, 3, prefetch=3)
+        tag, got = take(self.conn, cch, self.q, 3, prefetch=3)
         self.assertEqual([b for _, b in got], ["m1", "m2", "m3"])
+        cch.basic_cancel(tag)  # nothing requeued goes back to this consumer
         cch.basic_reject(got[1][0].delivery_tag, requeue=True)
         cch.basic_reject(got[2][0].delivery_tag, requeue=True)
         cch.close()
-        self.assertEqual(drain_by_get(self.ch, self.q), [("m1", True), ("m2", True), ("m3", True)])
+        self.assertEqual(drain_by_get(self.ch, self.q), [("m2", True), ("m3", True), ("m1", True)])
 
     def test_recover_requeues_in_queue_order(self):
         publish(self.ch, self.q, [f"r{i}" for i in range(1, 5)])
@@ -302,6 +307,78 @@ class Requeue(Base):
             self.assertEqual(method.redelivered, round_ > 0)
             self.ch.basic_reject(method.delivery_tag, requeue=True)
         self.assertEqual(drain_by_get(self.ch, self.q), [("m1", True), ("m2", False), ("m3", False)])
+
+
+class RequeueWhileAnEarlierOneIsHeld(Base):
+    """pika's acceptance tests TestBasicReject and TestBasicNack: m1 and m2 got on one channel, m1
+    left unacknowledged, m2 requeued. As in a RabbitMQ classic queue (what pika's suite declares),
+    m2 is the very next message read, by a get or a consumer, ahead of m3 published before the
+    requeue: nothing waits for m1 to be settled."""
+
+    @staticmethod
+    def reject(ch, tag):
+        ch.basic_reject(tag, requeue=True)
+
+    @staticmethod
+    def nack(ch, tag):
+        ch.basic_nack(tag, multiple=False, requeue=True)
+
+    def hold_m1_and_requeue_m2(self, requeue, bodies):
+        """Publishes `bodies` (m1, m2, ...), gets m1 and m2 on self.ch and requeues m2 there;
+        m1's delivery tag."""
+        publish(self.ch, self.q, bodies)
+        m1, _, body1 = self.ch.basic_get(self.q)
+        m2, _, body2 = self.ch.basic_get(self.q)
+        self.assertEqual((body1, body2), (b"m1", b"m2"))
+        requeue(self.ch, m2.delivery_tag)
+        return m1.delivery_tag
+
+    def next_get(self, what):
+        method, _props, body = self.ch.basic_get(self.q)
+        self.assertIsNotNone(method, f"{what}: get-empty")
+        return body.decode(), method.redelivered, method.delivery_tag
+
+    def check_the_next_get_is_m2(self, requeue):
+        for round_ in range(5):
+            m1 = self.hold_m1_and_requeue_m2(requeue, ["m1", "m2"])
+            self.assertEqual(count(self.ch, self.q), 1, f"round {round_}")
+            body, redelivered, m2 = self.next_get(f"round {round_}, the get right after the requeue")
+            self.assertEqual((body, redelivered), ("m2", True), f"round {round_}")
+            self.ch.basic_ack(m1)
+            self.ch.basic_ack(m2)
+            self.assertEqual(count(self.ch, self.q), 0, f"round {round_}")
+
+    def check_m3_does_not_overtake_m2(self, requeue):
+        self.hold_m1_and_requeue_m2(requeue, ["m1", "m2", "m3"])
+        self.assertEqual(count(self.ch, self.q), 2)
+        self.assertEqual(self.next_get("the get right after the requeue")[:2], ("m2", True))
+        self.assertEqual(self.next_get("the get after m2")[:2], ("m3", False))
+        self.assertEqual(self.ch.basic_get(self.q), (None, None, None))
+
+    def check_a_consumer_gets_m2_first(self, requeue):
+        self.hold_m1_and_requeue_m2(requeue, ["m1", "m2", "m3"])
+        cch = self.conn.channel()
+        _, got = take(self.conn, cch, self.q, 2, prefetch=2)
+        self.assertEqual([(b, m.redelivered) for m, b in got], [("m2", True), ("m3", False)])
+        self.assertEqual(count(self.ch, self.q), 0)  # m1 is still self.ch's
+
+    def test_after_a_reject_the_next_get_is_the_requeued_one(self):
+        self.check_the_next_get_is_m2(self.reject)
+
+    def test_after_a_nack_the_next_get_is_the_requeued_one(self):
+        self.check_the_next_get_is_m2(self.nack)
+
+    def test_after_a_reject_a_message_queued_behind_does_not_overtake_the_requeued_one(self):
+        self.check_m3_does_not_overtake_m2(self.reject)
+
+    def test_after_a_nack_a_message_queued_behind_does_not_overtake_the_requeued_one(self):
+        self.check_m3_does_not_overtake_m2(self.nack)
+
+    def test_after_a_reject_a_consumer_with_prefetch_2_gets_the_requeued_one_first(self):
+        self.check_a_consumer_gets_m2_first(self.reject)
+
+    def test_after_a_nack_a_consumer_with_prefetch_2_gets_the_requeued_one_first(self):
+        self.check_a_consumer_gets_m2_first(self.nack)
 
 
 class CountsFollowTheChannel(Base):

@@ -130,17 +130,12 @@ void client_impl::arm_sweep() {
 void client_impl::sweep() {
   std::vector<requeue_order::resume_fn> released;
   std::vector<requeue_order::held_nak> unheld;
-  std::vector<std::pair<std::string, std::string>> unordered;  // queue, ack subject: in stream order
   std::vector<pending_direct> unanswered;
   {
     std::lock_guard lock{mutex_};
     sweep_armed_ = false;
     const auto now = std::chrono::steady_clock::now();
-    released = requeue_.expire(now, unheld, unordered);
-    for (auto& [queue, reply] : unordered) {
-      const std::uint64_t id = next_id_++;
-      if (requeue_.nak_made(id, queue, reply, now)) unheld.emplace_back(id, std::move(reply));
-    }
+    released = requeue_.expire(now, unheld);
     // Nobody said "no responders": a subscriber was there, and did not answer in time.
     for (auto it = directs_.begin(); it != directs_.end();) {
       if (it->second.deadline > now) {

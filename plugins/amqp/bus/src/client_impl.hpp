@@ -396,7 +396,6 @@ class client_impl final : public client {
   void complete_direct(std::uint64_t id, bool received);
   void nak_answered(std::uint64_t id);
   void fence_answered(std::uint64_t id, int code);
-  void release_ordered(std::string_view queue);
   void send_nak(std::uint64_t id, const std::string& reply);
   void arm_sweep();
   void sweep();

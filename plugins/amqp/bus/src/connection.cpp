@@ -235,16 +235,23 @@ bool client_impl::denied_since(const std::string& subject, std::chrono::steady_c
 
 namespace {
 
-// The API's answer while the meta layer or the asset asked about has no leader (10008): nothing
-// was done, and asking again once one is elected is safe.
-bool says_unavailable(natsMsg* reply) {
+// An API answer that did nothing and will do it when asked again: 10008 while the meta layer or
+// the asset asked about has no leader, and 10104 when a consumer is made at once after one of its
+// name was deleted (the old one's state flusher may still be writing into the directory).
+bool says_ask_again(const std::string& subject, natsMsg* reply) {
   if (reply == nullptr || natsMsg_IsNoResponders(reply)) return false;
   const std::string_view data{natsMsg_GetData(reply), static_cast<std::size_t>(natsMsg_GetDataLength(reply))};
-  if (data.find(std::to_string(JSClusterNotAvailErr)) == std::string_view::npos) return false;  // not worth parsing
+  const bool consumer_made =
+      subject.starts_with("$JS.API.CONSUMER.CREATE.") || subject.starts_with("$JS.API.CONSUMER.DURABLE.CREATE.");
+  if (data.find(std::to_string(JSClusterNotAvailErr)) == std::string_view::npos &&
+      (!consumer_made || data.find(std::to_string(JSConsumerStoreFailedErr)) == std::string_view::npos))
+    return false;  // not worth parsing
   const json body = json::parse(data, nullptr, false);
   if (!body.is_object()) return false;
   const auto error = body.find("error");
-  return error != body.end() && error->is_object() && error->value("err_code", 0) == JSClusterNotAvailErr;
+  if (error == body.end() || !error->is_object()) return false;
+  const int code = error->value("err_code", 0);
+  return code == JSClusterNotAvailErr || (consumer_made && code == JSConsumerStoreFailedErr);
 }
 
 }  // namespace
@@ -312,8 +319,8 @@ natsStatus client_impl::request_through_elections(const std::string& subject, na
     // The last attempt has what is left of the timeout, maybe a millisecond: running out of it
     // says less than the "no responders" the attempts before it heard.
     if (s == NATS_TIMEOUT && unanswered) return NATS_NO_RESPONDERS;
-    const bool electing = s == NATS_NO_RESPONDERS || (s == NATS_OK && says_unavailable(reply));
-    if (!electing || left <= pause || closed_) return s;
+    const bool again = s == NATS_NO_RESPONDERS || (s == NATS_OK && says_ask_again(subject, reply));
+    if (!again || left <= pause || closed_) return s;
     unanswered = unanswered || s == NATS_NO_RESPONDERS;
     std::this_thread::sleep_for(pause);
   }

@@ -2,13 +2,10 @@
 // The deliveries a client received and has not settled: how many of each queue (a count's
 // held_here) and their ack subjects, so that each is reported in progress before its ack wait
 // runs out, however long its holder keeps it; and the queues settled since their last sync
-// (client_impl::sync_settlements), so that a count waits for the server to apply only those; and
-// the lowest stream sequence held of each queue, which a NAK of a later one waits for
-// (requeue_order.hpp, the order gate).
+// (client_impl::sync_settlements), so that a count waits for the server to apply only those.
 // Thread-safe: nats threads add, settling threads remove, the progress thread reads.
 #include <cstdint>
 #include <mutex>
-#include <optional>
 #include <functional>
 #include <set>
 #include <string>
@@ -47,13 +44,6 @@ class held_deliveries {
   std::uint64_t count(const std::string& queue) const {
     std::lock_guard lock{mutex_};
     return count_locked(queue);
-  }
-  // The lowest stream sequence of the queue held here; nullopt when none is.
-  std::optional<std::uint64_t> lowest(std::string_view queue) const {
-    std::lock_guard lock{mutex_};
-    auto it = seqs_.find(queue);
-    if (it == seqs_.end()) return std::nullopt;
-    return *it->second.begin();
   }
   // The queue's settlements are to be synced before its next count.
   void mark_unsynced(const std::string& queue) {
@@ -95,7 +85,9 @@ class held_deliveries {
   using by_name = std::unordered_map<std::string, V, name_hash, std::equal_to<>>;
 
   mutable std::mutex mutex_;
-  by_name<std::multiset<std::uint64_t>> seqs_;  // by queue: the stream sequences held (a count is their number)
+  // By queue: the stream sequences held. A count is their number, and a settlement of one not
+  // held (settled twice, or never noted) changes none.
+  by_name<std::multiset<std::uint64_t>> seqs_;
   std::unordered_set<std::string> recent_;      // arrived since the last due()
   std::unordered_set<std::string> older_;
   std::unordered_set<std::string, name_hash, std::equal_to<>> unsynced_;  // queues settled since their last sync

@@ -96,10 +96,8 @@ std::string_view client_impl::settle(const std::string& reply, const char* verb)
 
 // The message leaves the queue: what was returned unseen of it no longer matters.
 void client_impl::settle_for_good(const std::string& reply, const char* verb) {
-  if (auto queue = settle(reply, verb); !queue.empty()) {
-    if (const auto ref = held_ref_of(reply)) unseen_.forget(ref->queue, ref->seq);
-    release_ordered(queue);
-  }
+  if (settle(reply, verb).empty()) return;
+  if (const auto ref = held_ref_of(reply)) unseen_.forget(ref->queue, ref->seq);
 }
 
 void client_impl::ack(const std::string& reply) { settle_for_good(reply, "+ACK"); }
@@ -124,23 +122,24 @@ bus_status client_impl::sync_settlements(const std::string& queue, const std::st
   return nats_failure(step + ": waiting for the server to apply this queue's acknowledgements", s);
 }
 
-// ---- requeue order (requeue_order.hpp) ----------------------------------------------------
+// ---- requeues (requeue_order.hpp) --------------------------------------------------------
 
 void client_impl::nak(const std::string& reply) {
   if (closed_ || reply.rfind("$JS.ACK.", 0) != 0) return;
   const std::string queue{consumer_of(reply)};
-  delivery fields;
-  if (queue.empty() || inbox_.empty() || !parse_ack_subject(reply, fields)) {
+  if (queue.empty() || inbox_.empty()) {
     settle(reply, "-NAK");  // nothing to hold a pull for
     return;
   }
   unhold(reply, /*sent=*/false);
+  const std::uint64_t id = next_id_++;
+  bool send_now = true;
   {
     std::lock_guard lock{mutex_};
-    requeue_.order(queue, fields.stream_seq, reply, std::chrono::steady_clock::now());
+    send_now = requeue_.nak_made(id, queue, reply, std::chrono::steady_clock::now());
     arm_sweep();
   }
-  release_ordered(queue);
+  if (send_now) send_nak(id, reply);
 }
 
 void client_impl::return_unseen(const std::string& reply) {
@@ -151,22 +150,6 @@ void client_impl::return_unseen(const std::string& reply) {
 void client_impl::count_unseen(std::string_view queue, delivery& d) {
   const std::uint64_t unseen = unseen_.count(queue, d.stream_seq);
   d.delivered = d.delivered > unseen ? d.delivered - unseen : 1;
-}
-
-// The queue's NAKs that no delivery held here precedes any more go, in stream order.
-void client_impl::release_ordered(std::string_view queue) {
-  if (!requeue_.any_ordered(queue)) return;
-  const std::string name{queue};
-  std::vector<std::pair<std::uint64_t, std::string>> now;  // NAK id, ack subject
-  {
-    std::lock_guard lock{mutex_};
-    for (auto& reply : requeue_.ordered(name, held_.lowest(name))) {
-      const std::uint64_t id = next_id_++;
-      if (requeue_.nak_made(id, name, reply, std::chrono::steady_clock::now())) now.emplace_back(id, std::move(reply));
-    }
-    arm_sweep();
-  }
-  for (const auto& [id, reply] : now) send_nak(id, reply);
 }
 
 void client_impl::send_nak(std::uint64_t id, const std::string& reply) {

@@ -57,46 +57,8 @@ void requeue_order::release_gate_locked(const std::string& queue, std::vector<he
   gates_.erase(g);
 }
 
-void requeue_order::order(const std::string& queue, std::uint64_t seq, std::string reply, clock::time_point now) {
+std::vector<requeue_order::resume_fn> requeue_order::expire(clock::time_point now, std::vector<held_nak>& unheld) {
   std::lock_guard lock{mutex_};
-  auto& g = orders_[queue];
-  if (g.naks.empty()) g.since = now;
-  g.naks.emplace(seq, std::move(reply));
-  ordering_ = orders_.size();
-}
-
-std::vector<std::string> requeue_order::ordered(const std::string& queue, std::optional<std::uint64_t> lowest_held) {
-  std::lock_guard lock{mutex_};
-  std::vector<std::string> out;
-  auto g = orders_.find(queue);
-  if (g == orders_.end()) return out;
-  auto& naks = g->second.naks;
-  const auto end = lowest_held ? naks.lower_bound(*lowest_held) : naks.end();
-  for (auto it = naks.begin(); it != end; ++it) out.push_back(std::move(it->second));
-  naks.erase(naks.begin(), end);
-  if (naks.empty()) orders_.erase(g);
-  ordering_ = orders_.size();
-  return out;
-}
-
-bool requeue_order::any_ordered(std::string_view queue) const {
-  if (ordering_ == 0) return false;  // the common case, without the lock
-  std::lock_guard lock{mutex_};
-  return orders_.contains(std::string{queue});
-}
-
-std::vector<requeue_order::resume_fn> requeue_order::expire(clock::time_point now, std::vector<held_nak>& unheld,
-                                                            std::vector<std::pair<std::string, std::string>>& unordered) {
-  std::lock_guard lock{mutex_};
-  for (auto g = orders_.begin(); g != orders_.end();) {
-    if (now - g->second.since < order_wait) {
-      ++g;
-      continue;
-    }
-    for (auto& [seq, reply] : g->second.naks) unordered.emplace_back(g->first, std::move(reply));
-    g = orders_.erase(g);
-  }
-  ordering_ = orders_.size();
   std::vector<std::string> stale;
   for (const auto& [queue, g] : gates_)
     if (now - g.since >= drain_wait) stale.push_back(queue);
@@ -121,7 +83,7 @@ bool requeue_order::any_unanswered() const {
 
 bool requeue_order::any_open() const {
   std::lock_guard lock{mutex_};
-  return !barriers_.empty() || !gates_.empty() || !orders_.empty();
+  return !barriers_.empty() || !gates_.empty();
 }
 
 }  // namespace amqp::bus::detail

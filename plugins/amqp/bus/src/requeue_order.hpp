@@ -18,23 +18,19 @@
 // requests (puller_impl::drained); drain_wait at the most. A count taken meanwhile already has
 // them: a NAK'ed delivery is no longer held (queue_info::ready).
 //
-// Requeue in queue order: nats-server redelivers NAK'ed messages in the order it took the NAKs,
-// whereas RabbitMQ puts a requeued message back at its place, so that a client rejecting m2 and m3
-// and then closing its channel (which requeues m1) gets m1, m2, m3 back. So a NAK waits (the
-// order gate) while this client still holds a delivery of the same queue with a lower stream
-// sequence, which may be requeued next, order_wait at the most; the queue's NAKs then go in
-// stream order. What the client is not holding goes at once.
+// The order itself is the server's: it redelivers NAK'ed messages ahead of the rest, in the order
+// it took the NAKs (`addToRedeliverQueue` appends). So a NAK goes at once, whatever else the
+// client still holds of the queue, and the next read gets it; a method that requeues several
+// (nack multiple, basic.recover, a channel's close) has its caller NAK them in stream order (the
+// broker's settle_all).
 //
 // This part only keeps the books: the client sends the NAKs and posts the resumes it returns.
 // Thread-safe; no callback runs under its lock.
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <cstdint>
-#include <atomic>
 #include <functional>
-#include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -54,10 +50,6 @@ class requeue_order {
   // Longer than a drain (its UNSUB confirmed, 5 s at the most) and the request that drops the
   // dead pull requests take: NAKs held longer than this go out anyway.
   static constexpr std::chrono::milliseconds drain_wait{12000};
-  // Longer than a client takes between the settlements of one go (a channel's close after its
-  // rejects, a run of nacks); short enough that a delivery held for long delays a later one's
-  // requeue only briefly.
-  static constexpr std::chrono::milliseconds order_wait{100};
 
   // A NAK of `queue` is made: the queue's pulls wait for its answer. False when a drain of the
   // queue holds it back (drain_finished or expire gives it back, to be sent then).
@@ -70,17 +62,9 @@ class requeue_order {
   // are returned, in call order, when its last drain ends.
   void drain_started(const std::string& queue, clock::time_point now);
   std::vector<held_nak> drain_finished(const std::string& queue);
-  // A NAK of the message at `seq` of `queue` waits in the queue's order gate.
-  void order(const std::string& queue, std::uint64_t seq, std::string reply, clock::time_point now);
-  // The queue's ordered NAKs that may go now, in stream order: those below the lowest sequence
-  // the client still holds of it (`lowest_held`; nullopt: it holds none, and all may go).
-  std::vector<std::string> ordered(const std::string& queue, std::optional<std::uint64_t> lowest_held);
-  bool any_ordered(std::string_view queue) const;
-  // Lifts the barriers older than requeue_wait (what waited, returned), the drain gates older
-  // than drain_wait (their NAKs into `unheld`, to be sent) and the order gates older than
-  // order_wait (their NAKs into `unordered`, in stream order, to be made).
-  std::vector<resume_fn> expire(clock::time_point now, std::vector<held_nak>& unheld,
-                                std::vector<std::pair<std::string, std::string>>& unordered);
+  // Lifts the barriers older than requeue_wait (what waited, returned) and the drain gates older
+  // than drain_wait (their NAKs into `unheld`, in call order, to be sent).
+  std::vector<resume_fn> expire(clock::time_point now, std::vector<held_nak>& unheld);
 
   bool any_unanswered() const;  // a NAK the server has not answered
   bool any_open() const;        // a barrier or a gate: something expire() may lift
@@ -96,18 +80,12 @@ class requeue_order {
     clock::time_point since{};
     std::vector<held_nak> held;  // in call order
   };
-  struct order_gate {
-    clock::time_point since{};
-    std::map<std::uint64_t, std::string> naks;  // by stream sequence: ack subjects
-  };
   void release_gate_locked(const std::string& queue, std::vector<held_nak>& out);
 
   mutable std::mutex mutex_;
   std::unordered_map<std::uint64_t, std::string> naks_;  // unanswered NAK id → queue
   std::unordered_map<std::string, barrier> barriers_;    // by queue, while it has any
   std::unordered_map<std::string, gate> gates_;          // by queue, while a puller drains
-  std::unordered_map<std::string, order_gate> orders_;   // by queue, while a NAK waits for a lower one
-  std::atomic<std::size_t> ordering_{0};                 // orders_.size(), read without the lock
 };
 
 }  // namespace amqp::bus::detail

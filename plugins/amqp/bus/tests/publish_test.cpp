@@ -105,7 +105,7 @@ got get_one(harness& h, const std::string& queue) {
 
 }  // namespace
 
-TEST_CASE("publish → pull → ack round trip keeps body and properties; the acked message leaves") {
+TEST_CASE("publish → pull → ack round trip keeps body and properties, the acked message leaves") {
   harness h;
   REQUIRE(h.bus->ensure_queue_consumer("jobs", {"amqp.d.jobs"}).ok());
   const std::string props{"\x90\x00\x0atext/plain\x02", 14};
@@ -216,7 +216,7 @@ TEST_CASE("a backlog on a subject beside its own extension is read whole") {
   col.p->stop();
 }
 
-TEST_CASE("nak redelivers with delivered = 2; term removes") {
+TEST_CASE("nak redelivers with delivered = 2, term removes") {
   harness h;
   REQUIRE(h.bus->ensure_queue_consumer("work", {"amqp.d.work"}).ok());
   REQUIRE(h.publish_one("amqp.d.work", "", "task").ok());
@@ -341,6 +341,29 @@ TEST_CASE("requeued messages come back in the order they were nak'ed, ahead of w
   for (std::size_t i = 5; i < 10; ++i) CHECK(col.deliveries[i].delivered == 2);
   for (std::size_t i = 10; i < 13; ++i) CHECK(col.deliveries[i].delivered == 1);
   col.p->stop();
+}
+
+// A NAK goes at once, whatever earlier delivery of the queue the client still holds: the next
+// pull gets the requeued messages, in the order they were nak'ed.
+TEST_CASE("naks of later deliveries while an earlier one is held: the next pulls get them first, in nak order") {
+  harness h;
+  REQUIRE(h.bus->ensure_queue_consumer("held", {"amqp.d.held"}).ok());
+  for (int i = 1; i <= 5; ++i) REQUIRE(h.publish_one("amqp.d.held", "", "m" + std::to_string(i)).ok());
+  collector col(h, "held");
+  col.p->request(3, 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 3; }));
+  h.bus->nak(col.deliveries[2].reply);  // m3, then m2; m1 stays held
+  h.bus->nak(col.deliveries[1].reply);
+  col.p->request(1, 2s);  // sent right after the naks
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 4; }));
+  CHECK(col.deliveries[3].body == "m3");
+  CHECK(col.deliveries[3].delivered == 2);
+  col.p->request(3, 2s);
+  REQUIRE(h.run_until([&] { return col.deliveries.size() == 7; }));
+  CHECK(col.bodies() == std::vector<std::string>{"m1", "m2", "m3", "m3", "m2", "m4", "m5"});
+  CHECK(col.deliveries[4].delivered == 2);
+  CHECK(col.events.empty());
+  ack_and_stop(h, {&col});
 }
 
 TEST_CASE("requests pipeline: several outstanding at once, all accounted for") {
@@ -941,7 +964,7 @@ TEST_CASE("reclaim at open: unacked deliveries of a dead process come back at on
   (*reopened)->close();
 }
 
-TEST_CASE("a delivery held past its ack wait is not redelivered; one whose holder is gone comes back after it") {
+TEST_CASE("a delivery held past its ack wait is not redelivered, one whose holder is gone comes back after it") {
   harness h(4096, 2s);
   REQUIRE(h.bus->ensure_queue_consumer("held", {"amqp.d.held"}).ok());
   REQUIRE(h.publish_one("amqp.d.held", "", "kept").ok());
@@ -983,7 +1006,7 @@ TEST_CASE("a delivery held past its ack wait is not redelivered; one whose holde
   other.p->stop();
 }
 
-TEST_CASE("direct messages: received by a subscriber, said so; to nobody, said so; nothing stored") {
+TEST_CASE("direct messages: received by a subscriber, said so, to nobody, said so, nothing stored") {
   harness h;
   std::deque<delivery> got;
   auto sub = h.bus->subscribe_direct("amqp-reply.t1", h.io.get_executor(), [&](delivery d) { got.push_back(std::move(d)); });

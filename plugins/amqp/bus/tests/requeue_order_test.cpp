@@ -46,10 +46,9 @@ TEST_CASE("requeue_order: a server that does not answer holds a queue's pulls fo
   f.order.nak_made(1, "q", "r1", f.t0);
   CHECK(f.order.hold_pulls("q", f.resume()));
   std::vector<requeue_order::held_nak> unheld;
-  std::vector<std::pair<std::string, std::string>> unordered;
-  f.run(f.order.expire(f.t0 + requeue_order::requeue_wait - 1ms, unheld, unordered));
+  f.run(f.order.expire(f.t0 + requeue_order::requeue_wait - 1ms, unheld));
   CHECK(f.resumed == 0);
-  f.run(f.order.expire(f.t0 + requeue_order::requeue_wait, unheld, unordered));
+  f.run(f.order.expire(f.t0 + requeue_order::requeue_wait, unheld));
   CHECK(f.resumed == 1);
   CHECK(unheld.empty());
   CHECK_FALSE(f.order.any_unanswered());
@@ -77,49 +76,11 @@ TEST_CASE("requeue_order: a drain that never ends holds its queue's NAKs for dra
   f.order.drain_started("q", f.t0);
   CHECK_FALSE(f.order.nak_made(1, "q", "r1", f.t0 + requeue_order::drain_wait - 1ms));
   std::vector<requeue_order::held_nak> unheld;
-  std::vector<std::pair<std::string, std::string>> unordered;
-  f.order.expire(f.t0 + requeue_order::drain_wait - 1ms, unheld, unordered);
+  f.order.expire(f.t0 + requeue_order::drain_wait - 1ms, unheld);
   CHECK(unheld.empty());
-  f.order.expire(f.t0 + requeue_order::drain_wait, unheld, unordered);
+  f.order.expire(f.t0 + requeue_order::drain_wait, unheld);
   REQUIRE(unheld.size() == 1);
   CHECK(unheld[0].second == "r1");
   CHECK(f.order.nak_made(2, "q", "r2", f.t0 + requeue_order::drain_wait));  // the gate is gone
   CHECK(f.order.drain_finished("q").empty());  // the late end of the drain finds nothing held
-}
-
-TEST_CASE("requeue_order: NAKs wait for a lower one the client still holds, then go in stream order") {
-  fixture f;
-  // m1 is held; m3 and then m2 are nak'ed (as a channel's rejects before its close requeues m1).
-  f.order.order("q", 3, "r3", f.t0);
-  CHECK(f.order.ordered("q", 1).empty());
-  f.order.order("q", 2, "r2", f.t0);
-  CHECK(f.order.ordered("q", 1).empty());
-  CHECK(f.order.any_ordered("q"));
-  CHECK_FALSE(f.order.any_ordered("other"));
-  f.order.order("q", 1, "r1", f.t0);  // m1 requeued: nothing lower is held any more
-  CHECK(f.order.ordered("q", std::nullopt) == std::vector<std::string>{"r1", "r2", "r3"});
-  CHECK_FALSE(f.order.any_ordered("q"));
-  CHECK_FALSE(f.order.any_open());
-}
-
-TEST_CASE("requeue_order: only the NAKs below the lowest sequence still held go") {
-  fixture f;
-  f.order.order("q", 2, "r2", f.t0);
-  f.order.order("q", 5, "r5", f.t0);
-  CHECK(f.order.ordered("q", 4) == std::vector<std::string>{"r2"});  // m4 still held: m5 waits
-  CHECK(f.order.ordered("q", 6) == std::vector<std::string>{"r5"});
-}
-
-TEST_CASE("requeue_order: a NAK waits for a lower one order_wait at most") {
-  fixture f;
-  f.order.order("q", 3, "r3", f.t0);
-  f.order.order("q", 2, "r2", f.t0 + 10ms);
-  CHECK(f.order.any_open());
-  std::vector<requeue_order::held_nak> unheld;
-  std::vector<std::pair<std::string, std::string>> unordered;
-  f.order.expire(f.t0 + requeue_order::order_wait - 1ms, unheld, unordered);
-  CHECK(unordered.empty());
-  f.order.expire(f.t0 + requeue_order::order_wait, unheld, unordered);
-  CHECK(unordered == std::vector<std::pair<std::string, std::string>>{{"q", "r2"}, {"q", "r3"}});
-  CHECK_FALSE(f.order.any_ordered("q"));
 }

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <string_view>
 
 namespace amqp::wire {
 
@@ -54,9 +53,5 @@ class reader {
   std::span<const std::uint8_t> in_;
   std::size_t pos_ = 0;
 };
-
-inline std::span<const std::uint8_t> as_octets(std::string_view s) {
-  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
-}
 
 }  // namespace amqp::wire

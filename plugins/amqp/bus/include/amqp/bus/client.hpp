@@ -1,6 +1,7 @@
 #pragma once
 // The amqp plugin's only door to the bus. nats.c lives behind this header:
-// no nats type appears here, and every nats.c callback only posts work to an Asio executor.
+// no nats type appears here. nats.c callbacks do bookkeeping under the bus's own locks and post
+// everything that reaches the caller to the caller's Asio executor (bus/README.md says which).
 //
 // Threading: every member of `client` is thread-safe. Calls documented "blocking" wait for a
 // server round trip and must not run on an io thread: hand them to `run_blocking`, which runs
