@@ -12,6 +12,22 @@ configure_file(${_cloud_doctest_main}.in ${_cloud_doctest_main} COPYONLY)
 add_library(cloud_doctest_main OBJECT ${_cloud_doctest_main})
 target_link_libraries(cloud_doctest_main PUBLIC doctest::doctest)
 
+# doctest_discover_tests reads the case list as a CMake list, so a case named with a `;` is
+# registered under a fragment of its name that selects no case, and passes without running.
+function(_cloud_refuse_split_test_names)
+  foreach(source IN LISTS ARGN)
+    get_filename_component(path "${source}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT EXISTS "${path}")
+      continue()
+    endif()
+    file(STRINGS "${path}" split REGEX "TEST_CASE\\(\"[^\"]*;")
+    if(split)
+      message(FATAL_ERROR "${path}: a test case named with ';' would be registered under part of its "
+                          "name and never run; use ',' instead: ${split}")
+    endif()
+  endforeach()
+endfunction()
+
 # cloud_unit_test(<name> [FLOOR_TWIN] SOURCES ... LIBS ...): one doctest binary per library,
 # labelled `unit`, discovered test case by test case and named `<component>.<test case>` (so two
 # binaries' cases cannot clash, and `ctest -R '^wire\.'` selects a component). FLOOR_TWIN, for
@@ -19,6 +35,7 @@ target_link_libraries(cloud_doctest_main PUBLIC doctest::doctest)
 # also runs as `<component>.<test case>.floor` on the floor server (cloud_doctest_twins below).
 function(cloud_unit_test name)
   cmake_parse_arguments(ARG "FLOOR_TWIN" "COMPONENT" "SOURCES;LIBS" ${ARGN})
+  _cloud_refuse_split_test_names(${ARG_SOURCES})
   add_executable(${name} ${ARG_SOURCES} $<TARGET_OBJECTS:cloud_doctest_main>)
   target_link_libraries(${name} PRIVATE doctest::doctest ${ARG_LIBS})
   cloud_warnings(${name})

@@ -63,7 +63,7 @@ TEST_CASE("unknown paths are a JSON 404, other methods a JSON 405") {
   CHECK(json::parse(post.body)["error"].get<std::string>().find("only GET") != std::string::npos);
 }
 
-TEST_CASE("a lazy row's prefix is recognised; eager rows are never lazily mounted") {
+TEST_CASE("a lazy row's prefix is recognised, eager rows are never lazily mounted") {
   const auto app = make_app();
   CHECK(lazy_row_for(app, "/v1/report/x") == std::size_t{1});
   CHECK(lazy_row_for(app, "/v1/report") == std::size_t{1});

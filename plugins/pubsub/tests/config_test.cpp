@@ -33,7 +33,7 @@ TEST_CASE("defaults: 127.0.0.1:4222, 8 MiB, ./data/pubsub, the shipped nats-serv
   CHECK_FALSE(r.value->sync_always);
 }
 
-TEST_CASE("CLOUD_DATA_DIR places the store; CLOUD_PUBSUB_STORE_DIR overrides it") {
+TEST_CASE("CLOUD_DATA_DIR places the store, CLOUD_PUBSUB_STORE_DIR overrides it") {
   CHECK(read({{"CLOUD_DATA_DIR", "/var/lib/cloud"}}).value->store_dir == "/var/lib/cloud/pubsub");
   CHECK(read({{"CLOUD_DATA_DIR", "/a"}, {"CLOUD_PUBSUB_STORE_DIR", "/b"}}).value->store_dir == "/b");
 }

@@ -32,7 +32,7 @@ TEST_CASE("split_url takes host and port from nats URLs") {
   CHECK_FALSE(split_url("nats://:4222"));
 }
 
-TEST_CASE("a port in use cannot be claimed; a free one can") {
+TEST_CASE("a port in use cannot be claimed, a free one can") {
   std::string error;
   const auto port = pick_free_port("127.0.0.1", error);
   REQUIRE(port != 0);

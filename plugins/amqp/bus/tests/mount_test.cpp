@@ -120,7 +120,7 @@ TEST_CASE("a comma-separated URL list dials the first live server") {
   REQUIRE_MESSAGE(c.ok(), c.error().text);
 }
 
-TEST_CASE("open leaves only the delayed holder behind; a queue's filters may overlap without one containing the other") {
+TEST_CASE("open leaves only the delayed holder behind, a queue's filters may overlap without one containing the other") {
   nats_server server;
   auto c = client::open(options_for(server.url()));
   REQUIRE_MESSAGE(c.ok(), c.error().text);

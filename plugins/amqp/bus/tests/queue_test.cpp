@@ -67,7 +67,7 @@ TEST_CASE("ensure_queue_consumer: filters the server refuses leave no consumer b
   CHECK(server.api("CONSUMER.LIST.AMQP", nlohmann::json::object())["total"] == 1);  // the delayed holder
 }
 
-TEST_CASE("delete_queue_consumer: absent is fine; queue_info of an absent queue is not_found") {
+TEST_CASE("delete_queue_consumer: absent is fine, queue_info of an absent queue is not_found") {
   nats_server server;
   auto c = client::open(options_for(server.url()));
   REQUIRE_MESSAGE(c.ok(), c.error().text);

@@ -165,7 +165,7 @@ TEST_CASE("a malformed policy in the bucket is reported and changes nothing") {
   CHECK(t.policy_of("a") == nullptr);
 }
 
-TEST_CASE("a quorum queue that sets no delivery limit works with RabbitMQ 4's 20; an argument or a policy wins") {
+TEST_CASE("a quorum queue that sets no delivery limit works with RabbitMQ 4's 20, an argument or a policy wins") {
   topology t;
   queue_def quorum;
   quorum.durable = true;
@@ -202,7 +202,7 @@ TEST_CASE("a quorum queue that sets no delivery limit works with RabbitMQ 4's 20
   CHECK(t.find_queue("q.default")->message_ttl == 1000u);
 }
 
-TEST_CASE("a quorum queue with x-delivery-limit -1 has no default limit; a policy's limit still applies") {
+TEST_CASE("a quorum queue with x-delivery-limit -1 has no default limit, a policy's limit still applies") {
   topology t;
   queue_def unlimited;
   unlimited.durable = true;

@@ -14,7 +14,7 @@ using namespace amqp::routing;
 using amqp::wire::reply_code;
 using filters = std::vector<std::string>;
 
-TEST_CASE("exchange kinds: direct, fanout and topic; headers is refused with a remedy, an unknown type is 503") {
+TEST_CASE("exchange kinds: direct, fanout and topic, headers is refused with a remedy, an unknown type is 503") {
   CHECK(*parse_exchange_kind("direct") == exchange_kind::direct);
   CHECK(*parse_exchange_kind("fanout") == exchange_kind::fanout);
   CHECK(*parse_exchange_kind("topic") == exchange_kind::topic);

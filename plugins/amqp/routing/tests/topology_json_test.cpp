@@ -180,7 +180,7 @@ TEST_CASE("a single active consumer round-trips, omitted when off, and must be a
   CHECK(bad.error().text.find("single_active_consumer") != std::string::npos);
 }
 
-TEST_CASE("the declared x-queue-type round-trips; a value without one is a classic queue that named none") {
+TEST_CASE("the declared x-queue-type round-trips, a value without one is a classic queue that named none") {
   queue_def def{true, false, false, {}};
   def.declared_type = queue_type::quorum;
   CHECK(encode_queue(def) == R"({"durable":true,"type":"quorum"})");
@@ -195,11 +195,16 @@ TEST_CASE("the declared x-queue-type round-trips; a value without one is a class
   REQUIRE(old);
   CHECK_FALSE(old->declared_type);
   CHECK(old->type() == queue_type::classic);
-  for (std::string_view bad : {R"({"durable":true,"type":"stream"})", R"({"durable":true,"type":1})"}) {
+  def.declared_type = queue_type::stream;
+  CHECK(encode_queue(def) == R"({"durable":true,"type":"stream"})");
+  auto stream = parse_queue(encode_queue(def));
+  REQUIRE(stream);
+  CHECK(stream->type() == queue_type::stream);
+  for (std::string_view bad : {R"({"durable":true,"type":"lazy"})", R"({"durable":true,"type":1})"}) {
     CAPTURE(bad);
     auto q = parse_queue(bad);
     REQUIRE_FALSE(q);
-    CHECK(q.error().text.find("\"type\" is not classic or quorum") != std::string::npos);
+    CHECK(q.error().text.find("\"type\" is not classic, quorum or stream") != std::string::npos);
   }
 }
 

@@ -80,7 +80,7 @@ TEST_CASE("channel-max: 0 or above the offer becomes the offer, below it is kept
   CHECK(accepted(negotiate(s, tune_ok(10, 0, 0))).channel_max == 10);
 }
 
-TEST_CASE("frame-max: 0 or above the offer becomes the offer; the minimum 4096 is allowed") {
+TEST_CASE("frame-max: 0 or above the offer becomes the offer, the minimum 4096 is allowed") {
   broker::settings s;
   CHECK(accepted(negotiate(s, tune_ok(0, 0, 0))).frame_max == 131072);
   CHECK(accepted(negotiate(s, tune_ok(0, 1 << 20, 0))).frame_max == 131072);
