@@ -21,11 +21,11 @@
 #include <stdexcept>
 
 #include "amqp/routing/names.hpp"
-#include "channel_context.hpp"
-#include "dead_letter.hpp"
-#include "expiry.hpp"
-#include "stream_feeder.hpp"
-#include "topology_store.hpp"
+#include "channel/channel_context.hpp"
+#include "housekeeping/dead_letter.hpp"
+#include "housekeeping/expiry.hpp"
+#include "deliver/stream_feeder.hpp"
+#include "topology/topology_store.hpp"
 
 namespace amqp::broker {
 namespace {

@@ -407,7 +407,7 @@ TEST_CASE("x-priority outside 0 to 9 is 540 NOT_IMPLEMENTED, naming the value an
   }
 }
 
-TEST_CASE("x-priority other than 0 on a single-active-consumer queue is 540 NOT_IMPLEMENTED; 0 is accepted") {
+TEST_CASE("x-priority other than 0 on a single-active-consumer queue is 540 NOT_IMPLEMENTED, 0 is accepted") {
   auto declare_single_active = [](harness& h) {
     wire::queue_declare d;
     d.queue = "q";

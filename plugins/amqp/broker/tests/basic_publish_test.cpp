@@ -255,7 +255,7 @@ wire::basic_properties delayed_by(std::int32_t ms) {
 
 }  // namespace
 
-TEST_CASE("a delayed publish is stored as a schedule and confirmed; its queue has it once the schedule fires") {
+TEST_CASE("a delayed publish is stored as a schedule and confirmed, its queue has it once the schedule fires") {
   harness h;
   confirming(h);
   h.bus->set_manual_publishes(false);
@@ -277,7 +277,7 @@ TEST_CASE("a delayed publish is stored as a schedule and confirmed; its queue ha
   CHECK(h.conn.publish_cost == 0);
 }
 
-TEST_CASE("a delayed exchange routes a publish without x-delay at once; mandatory returns a delayed one at once") {
+TEST_CASE("a delayed exchange routes a publish without x-delay at once, mandatory returns a delayed one at once") {
   harness h;
   h.open();
   h.declare("q");

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "bus_failure.hpp"
+#include "channel/bus_failure.hpp"
 
 using amqp::bus::bus_errc;
 using amqp::broker::bus_failure_reply;

@@ -4,7 +4,7 @@
 #include <variant>
 
 #include "amqp/wire/codec.hpp"
-#include "dead_letter.hpp"
+#include "housekeeping/dead_letter.hpp"
 
 using namespace amqp;
 using broker::death;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "amqp/wire/codec.hpp"
-#include "delayed_delivery.hpp"
+#include "publish/delayed_delivery.hpp"
 
 using namespace amqp;
 using namespace std::chrono_literals;
@@ -30,7 +30,7 @@ const wire::field_value* delay_in(const std::string& octets) {
 
 }  // namespace
 
-TEST_CASE("x-delay: a positive integer of any width delays; the delivered header is its negation") {
+TEST_CASE("x-delay: a positive integer of any width delays, the delivered header is its negation") {
   for (auto value : {wire::field_value(std::int16_t{1500}), wire::field_value(std::uint32_t{1500}),
                      wire::field_value(std::int64_t{1500})}) {
     auto read = broker::read_delay(with_delay(value));
@@ -44,7 +44,7 @@ TEST_CASE("x-delay: a positive integer of any width delays; the delivered header
   }
 }
 
-TEST_CASE("x-delay: absent, zero or negative is no delay; the message is left as it is") {
+TEST_CASE("x-delay: absent, zero or negative is no delay, the message is left as it is") {
   wire::basic_properties plain;
   CHECK(broker::read_delay(wire::encode_properties(plain))->has_value() == false);
   CHECK(broker::read_delay(with_delay(wire::field_value(std::int32_t{0})))->has_value() == false);

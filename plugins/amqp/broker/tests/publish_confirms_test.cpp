@@ -4,8 +4,8 @@
 
 #include <span>
 
-#include "delivery.hpp"
-#include "publish_confirms.hpp"
+#include "deliver/delivery.hpp"
+#include "publish/publish_confirms.hpp"
 
 using amqp::broker::publish_confirms;
 using outcome = publish_confirms::outcome;

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "queue_arguments.hpp"
+#include "topology/queue_arguments.hpp"
 
 using namespace amqp;
 
@@ -38,7 +38,7 @@ TEST_CASE("x-single-active-consumer is a boolean kept with the queue, not refuse
   CHECK(refusal.find("not a boolean") != std::string::npos);
 }
 
-TEST_CASE("x-max-length and x-overflow are kept with the queue; the byte limit stays refused, naming the remedy") {
+TEST_CASE("x-max-length and x-overflow are kept with the queue, the byte limit stays refused, naming the remedy") {
   wire::field_table both = arguments("x-max-length", wire::field_value{std::int32_t{10}});
   both.entries.push_back(wire::table_entry{"x-overflow", wire::field_value{std::string("reject-publish")}});
   CHECK_FALSE(broker::refused_queue_argument(both));
@@ -115,7 +115,7 @@ TEST_CASE("refused_by_queue_type: only a new quorum queue, in RabbitMQ 3.10's or
         "Cannot declare a server-named queue for type rabbit_quorum_queue");
 }
 
-TEST_CASE("x-delivery-limit -1 is RabbitMQ 4's no limit; another negative is 406 naming both choices") {
+TEST_CASE("x-delivery-limit -1 is RabbitMQ 4's no limit, another negative is 406 naming both choices") {
   routing::queue_def def;
   std::string refusal;
   REQUIRE(broker::read_queue_arguments(arguments("x-delivery-limit", wire::field_value{std::int32_t{-1}}), "q", "/", hip,

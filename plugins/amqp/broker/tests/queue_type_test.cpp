@@ -108,7 +108,7 @@ TEST_CASE("a redeclaration with another x-queue-type is 406 inequivalent arg, wo
         "406 inequivalent arg 'durable' for queue 'qq' in vhost '/': received 'false' but current is 'true'");
 }
 
-TEST_CASE("a quorum queue without a delivery limit drops a message returned more than 20 times; a classic one never") {
+TEST_CASE("a quorum queue without a delivery limit drops a message returned more than 20 times, a classic one never") {
   for (const bool is_quorum : {false, true}) {
     CAPTURE(is_quorum);
     harness h;

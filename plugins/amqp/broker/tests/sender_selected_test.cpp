@@ -5,7 +5,7 @@
 #include <string>
 
 #include "amqp/wire/codec.hpp"
-#include "sender_selected.hpp"
+#include "publish/sender_selected.hpp"
 
 using namespace amqp;
 
@@ -40,7 +40,7 @@ TEST_CASE("sender-selected: a publish without CC or BCC is left as it is") {
   CHECK(out->property_octets == in);
 }
 
-TEST_CASE("sender-selected: CC and BCC keys, in order; BCC leaves the message, CC and the rest stay") {
+TEST_CASE("sender-selected: CC and BCC keys, in order, BCC leaves the message, CC and the rest stay") {
   const auto in = octets({{"CC", keys({std::string("b"), std::string("c.x")})},
                           {"BCC", keys({std::string("d")})},
                           {"keep", wire::field_value{std::int32_t{1}}}});
@@ -64,7 +64,7 @@ TEST_CASE("sender-selected: a BCC alone leaves an empty headers table, as Rabbit
   CHECK(props.headers->entries.empty());
 }
 
-TEST_CASE("sender-selected: an element that is not a string is skipped; a header that is not an array is refused") {
+TEST_CASE("sender-selected: an element that is not a string is skipped, a header that is not an array is refused") {
   auto skipped = broker::read_sender_selected(octets({{"CC", keys({std::string("b"), wire::field_value{std::int32_t{5}}})}}));
   REQUIRE(skipped);
   CHECK(skipped->keys == std::vector<std::string>{"b"});

@@ -1,4 +1,4 @@
-#include "topology_store.hpp"
+#include "topology/topology_store.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 
 #include "amqp/routing/names.hpp"
 #include "amqp/routing/subject.hpp"
-#include "channel_context.hpp"
+#include "channel/channel_context.hpp"
 
 namespace amqp::broker::store {
 namespace {

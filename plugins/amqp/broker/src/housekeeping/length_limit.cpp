@@ -1,13 +1,13 @@
-#include "length_limit.hpp"
+#include "housekeeping/length_limit.hpp"
 
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <memory>
 
 #include "amqp/routing/names.hpp"
-#include "channel_context.hpp"
-#include "dead_letter.hpp"
-#include "topology_store.hpp"
+#include "channel/channel_context.hpp"
+#include "housekeeping/dead_letter.hpp"
+#include "topology/topology_store.hpp"
 
 namespace amqp::broker {
 namespace {

@@ -1,4 +1,4 @@
-#include "bus_failure.hpp"
+#include "channel/bus_failure.hpp"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "consumer.hpp"
+#include "deliver/consumer.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -6,9 +6,9 @@
 #include <boost/asio/post.hpp>
 
 #include "amqp/routing/names.hpp"
-#include "basic.hpp"
-#include "bus_failure.hpp"
-#include "delivery.hpp"
+#include "channel/basic.hpp"
+#include "channel/bus_failure.hpp"
+#include "deliver/delivery.hpp"
 
 namespace amqp::broker {
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "amqp/bus/client.hpp"
-#include "delivery.hpp"
+#include "deliver/delivery.hpp"
 
 namespace amqp::broker {
 

@@ -10,14 +10,14 @@
 #include "amqp/routing/names.hpp"
 #include "amqp/routing/subject.hpp"
 #include "amqp/routing/topology.hpp"
-#include "basic.hpp"
-#include "dead_letter.hpp"
-#include "delayed_delivery.hpp"
-#include "delivery.hpp"
-#include "handler_support.hpp"
-#include "length_limit.hpp"
-#include "sender_selected.hpp"
-#include "topology_store.hpp"
+#include "channel/basic.hpp"
+#include "housekeeping/dead_letter.hpp"
+#include "publish/delayed_delivery.hpp"
+#include "deliver/delivery.hpp"
+#include "channel/handler_support.hpp"
+#include "housekeeping/length_limit.hpp"
+#include "publish/sender_selected.hpp"
+#include "topology/topology_store.hpp"
 
 namespace amqp::broker {
 namespace {
@@ -127,7 +127,7 @@ std::size_t count_in_flight(basic_state& s, const std::string& property_octets, 
 }
 
 // RabbitMQ refuses a publish whose `expiration` is not a count of milliseconds (406); one that
-// is expires in the queue (checked at delivery: basic.cpp, unseen).
+// is expires in the queue (checked at delivery: deliver/consume.cpp, unseen).
 bool valid_expiration(channel_context& ctx, const std::string& property_octets) {
   auto ms = wire::expiration_of(property_octets);  // the session decoded them already
   if (ms) return true;

@@ -3,10 +3,10 @@
 #include <variant>
 
 #include "amqp/routing/names.hpp"
-#include "channel_context.hpp"
-#include "delayed_delivery.hpp"
-#include "handler_support.hpp"
-#include "handlers.hpp"
+#include "channel/channel_context.hpp"
+#include "publish/delayed_delivery.hpp"
+#include "channel/handler_support.hpp"
+#include "channel/handlers.hpp"
 
 namespace amqp::broker {
 namespace {

@@ -1,4 +1,4 @@
-#include "delivery.hpp"
+#include "deliver/delivery.hpp"
 
 #include <algorithm>
 #include <span>

@@ -1,4 +1,4 @@
-#include "expiry.hpp"
+#include "housekeeping/expiry.hpp"
 
 #include <boost/asio/post.hpp>
 #include <algorithm>
@@ -6,8 +6,8 @@
 #include <iterator>
 
 #include "amqp/routing/names.hpp"
-#include "channel_context.hpp"
-#include "dead_letter.hpp"
+#include "channel/channel_context.hpp"
+#include "housekeeping/dead_letter.hpp"
 
 namespace amqp::broker {
 namespace {

@@ -1,4 +1,4 @@
-#include "stream_feeder.hpp"
+#include "deliver/stream_feeder.hpp"
 
 #include <algorithm>
 

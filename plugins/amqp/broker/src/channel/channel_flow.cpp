@@ -1,6 +1,6 @@
 // The channel's two mode switches: channel.flow and confirm.select.
-#include "channel_context.hpp"
-#include "handlers.hpp"
+#include "channel/channel_context.hpp"
+#include "channel/handlers.hpp"
 
 namespace amqp::broker {
 

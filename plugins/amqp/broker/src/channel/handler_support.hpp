@@ -8,9 +8,9 @@
 #include <utility>
 #include <variant>
 
-#include "bus_failure.hpp"
-#include "channel_context.hpp"
-#include "topology_store.hpp"
+#include "channel/bus_failure.hpp"
+#include "channel/channel_context.hpp"
+#include "topology/topology_store.hpp"
 
 namespace amqp::broker {
 

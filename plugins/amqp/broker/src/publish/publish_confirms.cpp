@@ -1,4 +1,4 @@
-#include "publish_confirms.hpp"
+#include "publish/publish_confirms.hpp"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "queue_arguments.hpp"
+#include "topology/queue_arguments.hpp"
 
 #include "amqp/routing/names.hpp"
 #include "amqp/routing/subject.hpp"

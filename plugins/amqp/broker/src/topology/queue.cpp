@@ -7,10 +7,10 @@
 
 #include "amqp/routing/names.hpp"
 #include "amqp/routing/subject.hpp"
-#include "channel_context.hpp"
-#include "handler_support.hpp"
-#include "handlers.hpp"
-#include "queue_arguments.hpp"
+#include "channel/channel_context.hpp"
+#include "channel/handler_support.hpp"
+#include "channel/handlers.hpp"
+#include "topology/queue_arguments.hpp"
 
 namespace amqp::broker {
 namespace {

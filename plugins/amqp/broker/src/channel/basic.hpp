@@ -11,7 +11,7 @@
 // The bus calls back through bus::client, which posts to that executor; nothing here blocks
 // and nothing here waits for the bus between two methods of the channel.
 //
-// Publishing (publish.cpp). Checks in RabbitMQ's order: `immediate` (540), the exchange exists
+// Publishing (publish/publish.cpp). Checks in RabbitMQ's order: `immediate` (540), the exchange exists
 // (404; the bucket is asked on a mirror miss), it is not internal (403), the key is literal
 // (406, routing::publish_subject). A mandatory publish nothing is bound to
 // (topology::routable, an index lookup) is answered by basic.return 312 with the original
@@ -25,7 +25,7 @@
 // asked for no confirmation still must not believe a dropped message was stored. A refusal of
 // the connection's user (its permissions on the bus) is 403 either way (bus_failure.hpp).
 //
-// Consuming (consumer.hpp). One bus puller per AMQP consumer on the queue's durable, so
+// Consuming (deliver/consumer.hpp). One bus puller per AMQP consumer on the queue's durable, so
 // competing consumers split the queue. A consumer keeps the bus asked for what its credit allows:
 // credit = min(per-consumer prefetch, its share of the channel-global prefetch) minus what is in
 // flight (delivered and unsettled, or asked for and not arrived), so prefetch is a true
@@ -35,15 +35,15 @@
 // consumer"): what bounds every consumer is the connection's output, while it is backlogged no
 // consumer asks for more.
 //
-// Delivering (delivery.hpp). exchange/key come from the subject; redelivered = delivered > 1;
+// Delivering (deliver/delivery.hpp). exchange/key come from the subject; redelivered = delivered > 1;
 // a quorum queue's redelivery (and its every basic.get-ok) gets `x-delivery-count` = delivered
 // - 1 in the headers table, as RabbitMQ's quorum queues add it; a classic queue's never does
 // (its deliveries pass the publisher's octets verbatim). Method + header + body frames are one
 // send; delivery tags are allocated per channel from 1 at the moment the delivery is handed
 // to the connection, which writes in call order: tags reach the socket in allocation order.
 //
-// Settling. ack → bus ack; reject/nack requeue → nak; requeue=false → term, or dead-lettered
-// first when the queue has a dead-letter exchange (dead_letter.hpp). `multiple`
+// Settling (settle/settle.cpp). ack → bus ack; reject/nack requeue → nak; requeue=false → term, or dead-lettered
+// first when the queue has a dead-letter exchange (housekeeping/dead_letter.hpp). `multiple`
 // covers every outstanding tag <= N (0 = all), an empty multiple is fine; a single unknown tag
 // is 406 "unknown delivery tag N" and the channel closes (RabbitMQ). basic.recover, with
 // either requeue value, naks everything outstanding (the bus redelivers to whichever consumer
@@ -81,13 +81,13 @@
 #include <optional>
 #include <string>
 
-#include "channel_context.hpp"
-#include "consumer.hpp"
-#include "publish_confirms.hpp"
+#include "channel/channel_context.hpp"
+#include "deliver/consumer.hpp"
+#include "publish/publish_confirms.hpp"
 
 namespace amqp::broker {
 
-class get_request;  // basic.cpp: one basic.get in progress
+class get_request;  // deliver/consume.cpp: one basic.get in progress
 
 // RabbitMQ's direct reply-to on one channel: its no-ack consumer of amq.rabbitmq.reply-to, and
 // the bus subject its replies come to (routing/subject.hpp).
@@ -108,12 +108,11 @@ struct outstanding_delivery {
 };
 
 // The channel's basic/confirm state. basic_class::state (private to the core's class) is this
-// type, so the helpers in consumer.cpp and publish.cpp can name it.
+// type, so the helpers in deliver/ and publish/ can name it.
 struct basic_state {
   explicit basic_state(channel_context& c) : ctx(c) {}
 
   channel_context& ctx;
-  std::weak_ptr<channel_context> weak_ctx() { return ctx.weak_from_this(); }
 
   // ---- consuming
   std::map<std::string, std::shared_ptr<consumer>> consumers;  // by consumer tag
@@ -139,6 +138,8 @@ struct basic_class::state : basic_state {
 
 // Re-arms every consumer's pulls (credit was released, possibly channel-wide).
 void pump_consumers(basic_state& s);
+// Requeues everything the channel holds outstanding, in stream order (settle/settle.cpp).
+void requeue_all(basic_state& s);
 // dead_letter.hpp's passed_over, on the channel's executor.
 bool passed_over(basic_state& s, const std::string& queue, bus::delivery& d);
 // Hands a bus delivery to the client: allocates the tag, records it outstanding unless

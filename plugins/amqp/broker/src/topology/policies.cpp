@@ -7,7 +7,7 @@
 #include "amqp/broker/broker.hpp"
 #include "amqp/routing/policy.hpp"
 #include "broker_state.hpp"
-#include "length_limit.hpp"
+#include "housekeeping/length_limit.hpp"
 
 namespace amqp::broker {
 namespace {

@@ -1,4 +1,4 @@
-#include "sender_selected.hpp"
+#include "publish/sender_selected.hpp"
 
 #include <algorithm>
 #include <cstdint>

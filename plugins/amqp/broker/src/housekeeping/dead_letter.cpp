@@ -1,4 +1,4 @@
-#include "dead_letter.hpp"
+#include "housekeeping/dead_letter.hpp"
 
 #include <boost/asio/post.hpp>
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include "amqp/routing/subject.hpp"
 #include "amqp/routing/topology.hpp"
 #include "amqp/wire/codec.hpp"
-#include "channel_context.hpp"
+#include "channel/channel_context.hpp"
 
 namespace amqp::broker {
 namespace {

@@ -3,8 +3,8 @@
 // an open channel.
 #include <string>
 
-#include "channel_context.hpp"
-#include "handlers.hpp"
+#include "channel/channel_context.hpp"
+#include "channel/handlers.hpp"
 
 namespace amqp::broker {
 

@@ -1,11 +1,11 @@
-#include "consume_arguments.hpp"
+#include "deliver/consume_arguments.hpp"
 
 #include <array>
 #include <chrono>
 #include <variant>
 
 #include "amqp/bus/client.hpp"
-#include "queue_arguments.hpp"
+#include "topology/queue_arguments.hpp"
 
 namespace amqp::broker {
 namespace {

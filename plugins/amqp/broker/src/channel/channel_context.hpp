@@ -1,6 +1,7 @@
 #pragma once
-// The broker's internal interface: what every per-class handler file (exchange.cpp, queue.cpp,
-// channel_flow.cpp, refusals.cpp and the basic/confirm engineer's basic*.cpp) builds on.
+// The broker's internal interface: what every handler file builds on (topology/exchange.cpp,
+// topology/queue.cpp, channel_flow.cpp, refusals.cpp, and the basic class's publish/, deliver/
+// and settle/ files).
 //
 // Threads, in one paragraph: every channel_context call is made on its connection's executor
 // (connection_port::executor(): serial, one thread's). `broker` is shared by every connection
@@ -34,7 +35,7 @@
 #include "amqp/wire/methods.hpp"
 #include "amqp/wire/reply_code.hpp"
 #include "broker_state.hpp"
-#include "bus_failure.hpp"
+#include "channel/bus_failure.hpp"
 
 namespace amqp::broker {
 
@@ -84,10 +85,11 @@ enum class channel_phase {
 };
 
 // ---------------------------------------------------------------------------------------------
-// basic_class: the basic/confirm engineer's half of a channel (basic*.cpp, consumer*, delivery*,
-// publish*). The channel core (channel.cpp) owns one per channel and calls exactly these, on
-// the connection's executor, one method at a time in arrival order.
-// Its state is the engineer's: define `basic_class::state` and every member below in basic.cpp.
+// basic_class: the basic and confirm half of a channel (publish/, deliver/, settle/). The channel
+// core (channel.cpp) owns one per channel and calls exactly these, on the connection's executor,
+// one method at a time in arrival order.
+// Its state, `basic_class::state`, is in basic.hpp; its members are defined in publish/publish.cpp,
+// deliver/consume.cpp and settle/settle.cpp.
 // ---------------------------------------------------------------------------------------------
 class basic_class {
  public:
@@ -142,7 +144,6 @@ class channel_context : public std::enable_shared_from_this<channel_context> {
   channel_context& operator=(const channel_context&) = delete;
 
   broker& state() { return *broker_; }
-  const std::shared_ptr<broker>& state_ptr() const { return broker_; }
   // Valid only while is_open(): the session outlives its open channels, not their bus work.
   connection_port& port() { return port_; }
   std::uint16_t id() const { return id_; }

@@ -1,4 +1,4 @@
-#include "delayed_delivery.hpp"
+#include "publish/delayed_delivery.hpp"
 
 #include <algorithm>
 #include <charconv>

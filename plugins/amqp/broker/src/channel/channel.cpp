@@ -8,8 +8,8 @@
 #include <deque>
 #include <variant>
 
-#include "channel_context.hpp"
-#include "handlers.hpp"
+#include "channel/channel_context.hpp"
+#include "channel/handlers.hpp"
 
 namespace amqp::broker {
 namespace {
