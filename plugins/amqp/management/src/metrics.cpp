@@ -242,7 +242,7 @@ void adaptor_counters(exposition& e, const std::vector<vhost>& vhosts) {
 
 net::awaitable<reply> api::metrics(bool per_object) {
   std::vector<queue_sample> queues;
-  const auto vhosts = all_vhosts();
+  const auto vhosts = src_.vhosts;
   for (const auto& v : vhosts) {
     auto sample = [&v] { return sample_vhost(v); };
     auto pool = broker::bus_of(*v.broker)->worker_executor();

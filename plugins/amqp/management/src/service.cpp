@@ -19,6 +19,7 @@
 #include "amqp/bus/base64.hpp"
 #include "api.hpp"
 #include "off_loop.hpp"
+#include "routes.hpp"
 
 namespace amqp::management {
 namespace {
@@ -33,23 +34,25 @@ constexpr std::chrono::seconds sign_in_lifetime{60};
 // A publish's body rides in the request: room for the bus's largest message, base64-encoded.
 constexpr std::uint64_t largest_request = 96ULL << 20;
 
-// "/api/queues/%2F/q?columns=name" → segments after /api/ (decoded) and the query.
-std::optional<request> parse_target(std::string_view target, std::string_view prefix) {
-  const auto question = target.find('?');
-  std::string_view path = target.substr(0, question);
-  request r;
-  if (question != std::string_view::npos) r.query = parse_query(target.substr(question + 1));
-  if (!path.starts_with(prefix)) return std::nullopt;
-  path.remove_prefix(prefix.size());
-  std::size_t start = 0;
-  while (start < path.size()) {
-    auto slash = path.find('/', start);
-    if (slash == std::string_view::npos) slash = path.size();
-    r.path.push_back(percent_decode(path.substr(start, slash - start)));
-    start = slash + 1;
-  }
-  // One trailing slash names the same thing ("queues/" is "queues"), as RabbitMQ reads a path.
-  return r;
+// A request too large to read, answered before the connection closes as RabbitMQ's 400, naming
+// what was too large: a query string counts in the request line, which Beast limits with the headers.
+reply too_large(const beast::error_code& ec) {
+  if (ec == http::error::body_limit)
+    return bad_request("the request body is larger than " + std::to_string(largest_request >> 20) + " MiB");
+  return bad_request("the request line and headers, the query string with them, are larger than 8 KiB");
+}
+
+http::response<http::string_body> to_http(const reply& answered, unsigned version, bool keep_alive, bool head) {
+  http::response<http::string_body> res{static_cast<http::status>(answered.status), version};
+  res.set(http::field::server, "cloud");
+  if (answered.status == 401) res.set(http::field::www_authenticate, "Basic realm=\"RabbitMQ Management\"");
+  if (!answered.allow.empty()) res.set(http::field::allow, answered.allow);
+  if (!answered.location.empty()) res.set(http::field::location, answered.location);
+  if (!answered.body.empty()) res.set(http::field::content_type, answered.content_type);
+  res.keep_alive(keep_alive);
+  if (!head) res.body() = answered.body;
+  res.prepare_payload();
+  return res;
 }
 
 // Basic credentials from an Authorization header; nullopt when it carries none.
@@ -193,18 +196,15 @@ net::awaitable<void> service::state::serve(tcp::socket socket, bool metrics) {
     beast::error_code ec;
     stream.expires_after(idle_timeout);
     co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    if (ec == http::error::body_limit || ec == http::error::header_limit) {
+      auto res = to_http(too_large(ec), 11, false, false);
+      co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+      break;
+    }
     if (ec) break;
     const auto& req = parser.get();
     const auto answered = co_await answer(req, metrics);
-    http::response<http::string_body> res{static_cast<http::status>(answered.status), req.version()};
-    res.set(http::field::server, "cloud");
-    if (answered.status == 401) res.set(http::field::www_authenticate, "Basic realm=\"RabbitMQ Management\"");
-    if (!answered.allow.empty()) res.set(http::field::allow, answered.allow);
-    if (!answered.location.empty()) res.set(http::field::location, answered.location);
-    if (!answered.body.empty()) res.set(http::field::content_type, answered.content_type);
-    res.keep_alive(req.keep_alive());
-    if (req.method() != http::verb::head) res.body() = answered.body;
-    res.prepare_payload();
+    auto res = to_http(answered, req.version(), req.keep_alive(), req.method() == http::verb::head);
     stream.expires_after(idle_timeout);
     co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
     if (ec || !req.keep_alive()) break;

@@ -1,35 +1,14 @@
 // RabbitMQ's definitions file: written as it exports, read as it imports, refusing what it cannot apply.
 #include <doctest/doctest.h>
 
-#include "amqp/routing/policy.hpp"
 #include "definitions.hpp"
+#include "topology_fixture.hpp"
 
 using namespace amqp;
 using namespace amqp::management;
 using json = nlohmann::json;
 
-namespace {
-
-routing::topology orders_topology() {
-  routing::topology t;
-  t.put_exchange("orders", {routing::exchange_kind::topic, true, false, false});
-  routing::queue_def eu;
-  eu.durable = true;
-  eu.bindings.push_back({"orders", "eu.#", 0});
-  eu.message_ttl = 60000;
-  eu.dead_letter = routing::dead_letter_target{"dlx", std::nullopt};
-  t.put_queue("eu", eu);
-  routing::queue_def mine;
-  mine.exclusive = true;
-  t.put_queue("amq.gen-1", mine);
-  auto limit = routing::parse_policy(R"({"pattern":"^eu$","apply-to":"queues","definition":{"max-length":5}})",
-                                     routing::name_rules::escaped);
-  REQUIRE(limit);
-  t.put_policy("limit", *routing::compile(*limit));
-  return t;
-}
-
-}  // namespace
+using testing::orders_topology;
 
 TEST_CASE("definitions: an export has what RabbitMQ's has, without the standard exchanges or exclusive queues") {
   const auto file = export_definitions({{"/", orders_topology()}}, "0.1.0", false);

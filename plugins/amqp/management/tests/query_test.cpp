@@ -27,7 +27,7 @@ TEST_CASE("management query: a query string is split and percent-decoded, '+' a 
   CHECK(percent_decode("100%") == "100%");
 }
 
-TEST_CASE("management query: without a page the list stays a list; columns keep dotted fields") {
+TEST_CASE("management query: without a page the list stays a list, and columns keep dotted fields") {
   auto shaped = shape_list(named({"a", "b"}), parse_query("columns=name,nested.a"));
   REQUIRE_FALSE(shaped.bad_request);
   REQUIRE(shaped.body.is_array());

@@ -29,7 +29,7 @@ TEST_CASE("request body: a field of another form is the first error, named with 
   CHECK(*body->error() == "durable must be true or false, not \"yes\"");
 }
 
-TEST_CASE("request body: empty is an empty object; anything but an object is refused") {
+TEST_CASE("request body: empty is an empty object, and anything but an object is refused") {
   std::string why;
   CHECK(request_body::parse("", why));
   CHECK_FALSE(request_body::parse("[1]", why));
