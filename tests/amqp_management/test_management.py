@@ -347,9 +347,10 @@ class ManagementUnderBusAuthentication(cloudtest.CloudOnItsNats):
     @classmethod
     def cloud_env(cls, nats):
         cls.api_port = cloudtest.free_port()
+        cls.metrics_port = cloudtest.free_port()
         return {"CLOUD_PUBSUB_URL": f"nats://svc:svc-pw@127.0.0.1:{nats.port}",
                 "CLOUD_AMQP_VHOSTS": "prod=svc-prod:svc-prod-pw", "CLOUD_AMQP_AUTH": "bus",
-                "CLOUD_AMQP_MANAGEMENT_PORT": str(cls.api_port)}
+                "CLOUD_AMQP_MANAGEMENT_PORT": str(cls.api_port), "CLOUD_AMQP_PROMETHEUS_PORT": str(cls.metrics_port)}
 
     def test_a_password_the_bus_refuses_is_401(self):
         self.assertIn("Access refused", Admin(self.api_port, "alice", "wrong").refused("list", "queues"))
@@ -365,6 +366,45 @@ class ManagementUnderBusAuthentication(cloudtest.CloudOnItsNats):
         alice.ok("declare", "policy", "name=allowed", "pattern=^x$", 'definition={"max-length":1}')
         self.assertEqual([p["name"] for p in alice.json("list", "policies")], ["allowed"])
         alice.ok("delete", "policy", "name=allowed")
+
+    def test_what_a_signed_in_user_holds_is_counted_unacknowledged(self):
+        """A connection's deliveries are held in its user's own bus client, not the adaptor's: the
+        API, rabbitmqadmin and Prometheus count them unacknowledged all the same."""
+        conn = pika.BlockingConnection(pika.ConnectionParameters(
+            host="127.0.0.1", port=self.cloud.amqp_port, credentials=pika.PlainCredentials("alice", "alice-pw"),
+            heartbeat=0, socket_timeout=10, blocked_connection_timeout=10))
+        try:
+            ch = conn.channel()
+            ch.confirm_delivery()
+            ch.exchange_declare("held-topic", "topic")
+            ch.queue_declare("held", durable=True)
+            ch.queue_bind("held", "held-topic", "orders.#")
+            for n in range(7):
+                ch.basic_publish("held-topic", "orders.new", f"m{n}".encode(),
+                                 pika.BasicProperties(delivery_mode=2))
+            consumer = conn.channel()
+            consumer.basic_qos(prefetch_count=2)
+            got = []
+            consumer.basic_consume("held", lambda c, m, p, body: got.append(m.delivery_tag))
+            self.assertTrue(cloudtest.wait_until(lambda: conn.process_data_events(0.05) or len(got) == 2, 10), got)
+            alice = Admin(self.api_port, "alice", "alice-pw")
+
+            def counted():
+                _, q = http(self.api_port, "/api/queues/%2F/held", user="alice", password="alice-pw")
+                listed = next(q for q in alice.json("list", "queues") if q["name"] == "held")
+                labels = frozenset({"vhost": "/", "queue": "held"}.items())
+                per_queue = samples(self.metrics_port, "/metrics/per-object")
+                return [(q["messages_ready"], q["messages_unacknowledged"], q["messages"]),
+                        (listed["messages_ready"], listed["messages_unacknowledged"]),
+                        (per_queue[("rabbitmq_queue_messages_ready", labels)],
+                         per_queue[("rabbitmq_queue_messages_unacked", labels)])]
+            self.assertTrue(cloudtest.wait_until(lambda: counted() == [(5, 2, 7), (5, 2), (5, 2)], 10), counted())
+            _, overview = http(self.api_port, "/api/overview", user="alice", password="alice-pw")
+            self.assertGreaterEqual(overview["queue_totals"]["messages_unacknowledged"], 2)
+            ch.queue_delete("held")
+            ch.exchange_delete("held-topic")
+        finally:
+            conn.close()
 
     def test_each_user_sees_and_changes_its_own_vhost_only(self):
         alice, pat = Admin(self.api_port, "alice", "alice-pw"), Admin(self.api_port, "pat", "pat-pw")

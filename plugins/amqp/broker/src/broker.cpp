@@ -465,6 +465,29 @@ std::vector<consumer_view> broker::consumers() const {
   return out;
 }
 
+void broker::note_connection_client(std::uint64_t connection_id, const std::shared_ptr<bus::client>& client) {
+  std::lock_guard lock(owners_mutex_);
+  connection_clients_.try_emplace(connection_id, client);
+}
+
+void broker::forget_connection_client(std::uint64_t connection_id) {
+  std::lock_guard lock(owners_mutex_);
+  connection_clients_.erase(connection_id);
+}
+
+std::uint64_t broker::held(const std::string& queue) const {
+  std::set<std::shared_ptr<bus::client>> clients{bus_};  // connections share a user's client
+  {
+    std::lock_guard lock(owners_mutex_);
+    for (const auto& [id, weak] : connection_clients_)
+      if (auto client = weak.lock()) clients.insert(std::move(client));
+  }
+  const auto consumer = routing::consumer_name(queue);
+  std::uint64_t held = 0;
+  for (const auto& client : clients) held += client->holding(consumer);
+  return held;
+}
+
 bool broker::first_in_line(const std::string& queue, const channel_context& channel,
                            const std::string& consumer_tag) const {
   std::lock_guard lock(owners_mutex_);
@@ -729,7 +752,10 @@ queue_counts queue_counts_of(const broker& b) { return b.queues_counted(); }
 void stop_broker(broker& b) { b.stop(); }
 
 void connection_closed(broker& b, std::uint64_t connection_id) {
+  b.forget_connection_client(connection_id);
   for (const auto& queue : b.exclusive_queues_of(connection_id)) b.delete_queue(queue);
 }
+
+std::uint64_t held_of(const broker& b, const std::string& queue) { return b.held(queue); }
 
 }  // namespace amqp::broker

@@ -100,6 +100,11 @@ class broker : public std::enable_shared_from_this<broker> {
                     std::uint16_t prefetch = 0);
   // Every consumer of this process (the management API's list).
   std::vector<consumer_view> consumers() const;
+  // The bus client a connection's channels use, kept (weakly) until connection_closed, so that
+  // held() sees what every client of this process holds.
+  void note_connection_client(std::uint64_t connection_id, const std::shared_ptr<bus::client>& client);
+  void forget_connection_client(std::uint64_t connection_id);
+  std::uint64_t held(const std::string& queue) const;
   // Removes one consumer (unknown: no-op). When it was the queue's last one in this process
   // and the queue is auto-delete, the queue is deleted (counted per process: HIP-1326, "Two
   // facts a single process cannot answer for the fleet").
@@ -271,6 +276,7 @@ class broker : public std::enable_shared_from_this<broker> {
   mutable std::mutex owners_mutex_;
   std::map<std::string, std::uint64_t> exclusive_owners_;
   std::map<std::string, std::vector<consumer_ref>> consumers_;
+  std::map<std::uint64_t, std::weak_ptr<bus::client>> connection_clients_;
   std::set<std::string> transient_;
   struct use_record {
     std::uint64_t at_ms = 0;                       // the latest use here (wall clock)

@@ -73,6 +73,16 @@ TEST_CASE("basic.ack of one tag acks exactly that message on the bus") {
   CHECK(h.conn.exceptions.empty());
 }
 
+TEST_CASE("what the vhost's connections hold counts once per bus client, and leaves it when settled") {
+  harness h;
+  consuming(h, 3);
+  CHECK(broker::held_of(*h.b, "q") == 3);  // the connection's client is the vhost's own: counted once
+  h.method(wire::basic_ack{2, false});
+  h.settle();
+  CHECK(broker::held_of(*h.b, "q") == 2);
+  CHECK(broker::held_of(*h.b, "other") == 0);
+}
+
 TEST_CASE("basic.ack with multiple acks every outstanding tag up to and including N, and no other") {
   harness h;
   consuming(h, 4);

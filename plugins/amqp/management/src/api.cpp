@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "amqp/routing/names.hpp"
 #include "handlers.hpp"
 #include "off_loop.hpp"
 #include "routes.hpp"
@@ -15,7 +16,40 @@ namespace {
 
 constexpr std::chrono::seconds operator_timeout{30};
 
+// A queue's unacknowledged messages: the bus counted those of the vhost's own client only.
+void count_held(const vhost& v, const std::string& queue, bus::queue_info& info) {
+  info.held_here = broker::held_of(*v.broker, queue);
+}
+
 }  // namespace
+
+bus::bus_result<std::map<std::string, bus::queue_info>> queue_counts(const vhost& v, const routing::topology& t) {
+  auto bus = broker::bus_of(*v.broker);
+  auto all = bus->peek_all_queues();
+  if (!all) return all;
+  for (const auto& [queue, def] : t.queues()) {
+    const auto consumer = routing::consumer_name(queue);
+    if (def.type() == routing::queue_type::stream) {
+      if (auto held = bus->queue_stream_state(consumer)) (*all)[consumer] = bus::queue_info{held->messages};
+    } else if (auto it = all->find(consumer); it != all->end()) {
+      count_held(v, queue, it->second);
+    }
+  }
+  return all;
+}
+
+bus::bus_result<bus::queue_info> queue_count(const vhost& v, const std::string& queue, bool stream) {
+  auto bus = broker::bus_of(*v.broker);
+  const auto consumer = routing::consumer_name(queue);
+  if (stream) {
+    auto held = bus->queue_stream_state(consumer);
+    if (!held) return held.error();
+    return bus::queue_info{held->messages};
+  }
+  auto info = bus->peek_queue(consumer);
+  if (info) count_held(v, queue, *info);
+  return info;
+}
 
 reply call::list(nlohmann::json items) const {
   auto shaped = shape_list(std::move(items), r.query);

@@ -64,6 +64,14 @@ class api {
   std::atomic<std::uint64_t> next_operator_ = 1;
 };
 
+// Blocking (bus requests; call it on the bus pool): every queue's counts in the vhost as the
+// server has them, by consumer name. A queue's unacknowledged messages are what every bus client
+// of this process holds (a signed-in user's deliveries are in that user's own client); a stream
+// queue's messages are what its own stream holds.
+bus::bus_result<std::map<std::string, bus::queue_info>> queue_counts(const vhost& v, const routing::topology& t);
+// The same for one queue (not_found while its consumer is being made).
+bus::bus_result<bus::queue_info> queue_count(const vhost& v, const std::string& queue, bool stream);
+
 // Whether an operator channel's answer is the one a call waits for.
 template <class M>
 bool is(const operator_channel::received& r) {

@@ -59,7 +59,7 @@ struct queue_sample {
 bus::bus_result<std::vector<queue_sample>> sample_vhost(const vhost& v) {
   std::vector<queue_sample> out;
   const auto t = broker::topology_of(*v.broker);
-  auto counts = broker::bus_of(*v.broker)->peek_all_queues();
+  auto counts = queue_counts(v, t);
   if (!counts) return counts.error();
   std::map<std::string, std::uint32_t> consumers;
   for (const auto& c : broker::consumers_of(*v.broker)) ++consumers[c.queue];

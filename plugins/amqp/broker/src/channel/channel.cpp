@@ -244,6 +244,7 @@ std::optional<std::string> channel_context::resolve_queue(const std::string& nam
 
 std::unique_ptr<channel> open_channel(std::shared_ptr<broker> b, connection_port& port,
                                       std::uint16_t id) {
+  b->note_connection_client(port.connection_id(), port.bus());
   return std::make_unique<channel_impl>(std::move(b), port, id);
 }
 

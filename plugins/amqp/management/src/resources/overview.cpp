@@ -15,10 +15,8 @@ net::awaitable<std::optional<std::pair<std::uint64_t, std::uint64_t>>> queued(co
                                                                                std::string& failure) {
   std::uint64_t ready = 0, unacked = 0;
   for (const auto& v : in) {
-    auto bus = broker::bus_of(*v.broker);
-    auto peek = [bus] { return bus->peek_all_queues(); };
-    auto pool = bus->worker_executor();
-    auto counts = co_await off_loop(pool, std::move(peek));
+    auto peek = [v] { return queue_counts(v, broker::topology_of(*v.broker)); };
+    auto counts = co_await off_loop(broker::bus_of(*v.broker)->worker_executor(), std::move(peek));
     if (!counts || !*counts) {
       failure = counts ? (*counts).error().text : "no answer";
       co_return std::nullopt;

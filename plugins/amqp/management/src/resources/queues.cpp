@@ -23,26 +23,6 @@ std::uint32_t count_of(const std::map<std::string, std::uint32_t>& counts, const
   return c == counts.end() ? 0 : c->second;
 }
 
-// Every queue's counts in the vhost, by consumer name. A stream queue's messages are what its own
-// stream holds (its consumer on stream AMQP only passes them on).
-net::awaitable<std::optional<bus::bus_result<std::map<std::string, bus::queue_info>>>> counts_of(
-    const vhost& v, const routing::topology& t) {
-  auto bus = broker::bus_of(*v.broker);
-  std::vector<std::string> streams;
-  for (const auto& [queue, def] : t.queues())
-    if (def.type() == routing::queue_type::stream) streams.push_back(routing::consumer_name(queue));
-  auto peek = [bus, streams] {
-    auto all = bus->peek_all_queues();
-    if (!all) return all;
-    for (const auto& consumer : streams)
-      if (auto held = bus->queue_stream_state(consumer)) (*all)[consumer] = bus::queue_info{held->messages};
-    return all;
-  };
-  auto pool = bus->worker_executor();
-  auto counts = co_await off_loop(pool, std::move(peek));
-  co_return counts;
-}
-
 }  // namespace
 
 handled queues(api& a, const call& c) {
@@ -50,7 +30,8 @@ handled queues(api& a, const call& c) {
   for (const auto& v : c.in) {
     const auto t = broker::topology_of(*v.broker);
     const auto consumers = consumer_counts(*v.broker);
-    auto counts = co_await counts_of(v, t);
+    auto count = [v, &t] { return queue_counts(v, t); };
+    auto counts = co_await off_loop(broker::bus_of(*v.broker)->worker_executor(), std::move(count));
     if (!counts || !*counts) co_return error_reply(503, "bus_unavailable", counts ? (*counts).error().text : "no answer");
     for (const auto& [name, def] : t.queues()) {
       auto info = (**counts).find(routing::consumer_name(name));
@@ -67,15 +48,9 @@ handled one_queue(api& a, const call& c) {
   const auto t = broker::topology_of(*v.broker);
   const auto* def = t.find_queue(name);
   if (def == nullptr) co_return not_found();
-  auto bus = broker::bus_of(*v.broker);
   const bool stream = def->type() == routing::queue_type::stream;
-  auto peek = [bus, consumer = routing::consumer_name(name), stream]() -> bus::bus_result<bus::queue_info> {
-    if (!stream) return bus->peek_queue(consumer);
-    auto held = bus->queue_stream_state(consumer);
-    if (!held) return held.error();
-    return bus::queue_info{held->messages};
-  };
-  auto pool = bus->worker_executor();
+  auto peek = [v, name, stream] { return queue_count(v, name, stream); };
+  auto pool = broker::bus_of(*v.broker)->worker_executor();
   auto info = co_await off_loop(pool, std::move(peek));
   if (!info) co_return error_reply(503, "bus_unavailable", "no answer");
   // A queue whose consumer is still being made is "down" with nothing counted; any other failure
