@@ -96,14 +96,6 @@ def store_bytes(path):
     return apparent, disk, files
 
 
-def accepts(port, host="127.0.0.1"):
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 class Node:
     """One nats-server with JetStream on a private store; kill() and start() keep the store."""
 
@@ -120,7 +112,7 @@ class Node:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if wait:
             deadline = time.monotonic() + 60
-            while not accepts(self.port):
+            while not cloudtest.Cloud._accepts(self.port):
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"nats-server did not start: {self.tail()}")
                 time.sleep(0.02)
@@ -408,7 +400,7 @@ def boot_after_kill(node, variant, n):
     node.start(wait=False)
     t_conn = t_stream = t_last = None
     while t_conn is None:
-        if accepts(node.port):
+        if cloudtest.Cloud._accepts(node.port):
             t_conn = time.monotonic() - t0
         elif node.proc.poll() is not None:
             raise RuntimeError(f"nats-server exited at boot: {node.tail()}")
