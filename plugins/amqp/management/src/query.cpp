@@ -33,9 +33,12 @@ std::vector<std::string> split(std::string_view text, char sep) {
   return out;
 }
 
+// A path of no keys ("." or "..") names nothing: put_path would take the last of none.
 const json* at_path(const json& item, const std::string& dotted) {
+  const auto keys = split(dotted, '.');
+  if (keys.empty()) return nullptr;
   const json* at = &item;
-  for (const auto& key : split(dotted, '.')) {
+  for (const auto& key : keys) {
     if (!at->is_object() || !at->contains(key)) return nullptr;
     at = &(*at)[key];
   }

@@ -8,7 +8,11 @@ reply error_reply(unsigned status, const std::string& error, const std::string& 
   return json_reply(status, json{{"error", error}, {"reason", reason}});
 }
 
-reply json_reply(unsigned status, const json& body) { return reply{status, body.dump(), "application/json", {}, {}}; }
+// Text that is not UTF-8 (a percent-decoded query, a message's property) is written with U+FFFD in
+// its place, where dump() would throw and turn the reply, a 400 naming the field, into a 500.
+reply json_reply(unsigned status, const json& body) {
+  return reply{status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json", {}, {}};
+}
 reply no_content() { return reply{204, "", "application/json", {}, {}}; }
 reply created() { return reply{201, "", "application/json", {}, {}}; }
 reply not_found() { return error_reply(404, "Object Not Found", "Not Found"); }

@@ -15,9 +15,32 @@ asked<T> refused(std::string why) {
   return {std::nullopt, std::move(why)};
 }
 
+// The length of the UTF-8 sequence at `s[i]`: 0 when it is not one (overlong, a surrogate, past
+// U+10FFFF or cut short).
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  const std::size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  const auto second = static_cast<unsigned char>(s[i + 1]);
+  const unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+  const unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+  if (second < lo || second > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+// Text a JSON string can carry as it is: UTF-8 without control characters but line breaks and tabs.
 bool printable(const std::string& payload) {
-  return std::all_of(payload.begin(), payload.end(),
-                     [](unsigned char c) { return c >= 0x20 || c == '\n' || c == '\r' || c == '\t'; });
+  for (std::size_t i = 0; i < payload.size();) {
+    const auto c = static_cast<unsigned char>(payload[i]);
+    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t') return false;
+    const auto n = utf8_length(payload, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
 }
 
 }  // namespace
@@ -105,10 +128,11 @@ nlohmann::json got_message_json(const wire::basic_get_ok& ok, const std::string&
                                 const std::string& body, const get_request& how) {
   auto props = wire::decode_properties(
       {reinterpret_cast<const std::uint8_t*>(property_octets.data()), property_octets.size()});
+  // Cut first, as RabbitMQ does, so a character cut in two makes the rest base64, not broken text.
   std::string payload = body;
-  const bool text = !how.base64 && printable(payload);
   if (how.truncate >= 0 && payload.size() > static_cast<std::size_t>(how.truncate))
     payload.resize(static_cast<std::size_t>(how.truncate));
+  const bool text = !how.base64 && printable(payload);
   return {{"payload_bytes", body.size()},
           {"redelivered", ok.redelivered},
           {"exchange", ok.exchange},

@@ -34,6 +34,15 @@ TEST_CASE("management query: without a page the list stays a list, and columns k
   CHECK(shaped.body[0] == json{{"name", "a"}, {"nested", {{"a", 1}}}});
 }
 
+// Found by management_fuzz (fuzz/corpus/columns_without_keys): a column of dots only took the last
+// key of none, undefined behaviour that crashed the process.
+TEST_CASE("management query: a column or sort of no keys names nothing") {
+  auto shaped = shape_list(named({"b", "a"}), parse_query("columns=name,.,..&sort=."));
+  REQUIRE_FALSE(shaped.bad_request);
+  CHECK(shaped.body == json::array({{{"name", "b"}}, {{"name", "a"}}}));
+  CHECK(keep_columns(named({"a"})[0], parse_query("columns=.")) == json::object());
+}
+
 TEST_CASE("management query: name filters by substring, or by regular expression with use_regex") {
   auto sub = shape_list(named({"orders", "orders-dlq", "audit"}), parse_query("name=orders"));
   CHECK(sub.body.size() == 2);

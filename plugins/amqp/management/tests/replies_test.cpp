@@ -36,3 +36,13 @@ TEST_CASE("replies: a refused method is 404, 403 or 400 with the broker's text, 
         std::pair{504u, json{{"error", "timeout"}, {"reason", "basic.get: the broker did not answer in time"}}});
   CHECK(refused_reply(std::nullopt, false, "basic.get").status == 500);
 }
+
+// Found by management_fuzz (fuzz/corpus/query_not_utf8): a query's percent-decoded octets named in
+// a reason made dump() throw, so the 400 became a 500.
+TEST_CASE("replies: a reason that is not UTF-8 is still a 400 naming the field") {
+  const auto shaped = shape_list(json::array(), parse_query("page=%FF"));
+  REQUIRE(shaped.bad_request);
+  const auto answered = bad_request(*shaped.bad_request);
+  CHECK(answered.status == 400);
+  CHECK(seen(answered).second["reason"] == "page must be a positive integer, not '\xEF\xBF\xBD'");
+}

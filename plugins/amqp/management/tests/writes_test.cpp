@@ -77,3 +77,18 @@ TEST_CASE("writes: a query flag is set by \"true\" only") {
   CHECK_FALSE(query_flag(q, "if-empty"));
   CHECK_FALSE(query_flag(q, "absent"));
 }
+
+// Found by management_fuzz (fuzz/corpus/get_latin1_message, get_cut_character): octets that are
+// not UTF-8 were written as text, and the reply's dump() threw.
+TEST_CASE("writes: a got message that is not UTF-8, or is cut inside a character, is base64") {
+  const wire::basic_get_ok ok{1, false, "", "q", 0};
+  const auto latin1 = got_message_json(ok, wire::encode_properties({}), "caf\xE9", get_request{});
+  CHECK((latin1["payload_encoding"] == "base64" && latin1["payload"] == bus::base64_encode("caf\xE9")));
+  CHECK_NOTHROW((void)latin1.dump());
+  get_request cut;
+  cut.truncate = 4;
+  const auto halved = got_message_json(ok, wire::encode_properties({}), "caf\xC3\xA9", cut);
+  CHECK((halved["payload_encoding"] == "base64" && halved["payload"] == bus::base64_encode("caf\xC3")));
+  const auto whole = got_message_json(ok, wire::encode_properties({}), "caf\xC3\xA9", get_request{});
+  CHECK((whole["payload_encoding"] == "string" && whole["payload"] == "caf\xC3\xA9"));
+}
