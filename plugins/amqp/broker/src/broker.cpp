@@ -475,16 +475,16 @@ void broker::forget_connection_client(std::uint64_t connection_id) {
   connection_clients_.erase(connection_id);
 }
 
-std::uint64_t broker::held(const std::string& queue) const {
+std::map<std::string, std::uint64_t> broker::held() const {
   std::set<std::shared_ptr<bus::client>> clients{bus_};  // connections share a user's client
   {
     std::lock_guard lock(owners_mutex_);
     for (const auto& [id, weak] : connection_clients_)
       if (auto client = weak.lock()) clients.insert(std::move(client));
   }
-  const auto consumer = routing::consumer_name(queue);
-  std::uint64_t held = 0;
-  for (const auto& client : clients) held += client->holding(consumer);
+  std::map<std::string, std::uint64_t> held;
+  for (const auto& client : clients)
+    for (const auto& [consumer, n] : client->holdings()) held[consumer] += n;
   return held;
 }
 
@@ -756,6 +756,6 @@ void connection_closed(broker& b, std::uint64_t connection_id) {
   for (const auto& queue : b.exclusive_queues_of(connection_id)) b.delete_queue(queue);
 }
 
-std::uint64_t held_of(const broker& b, const std::string& queue) { return b.held(queue); }
+std::map<std::string, std::uint64_t> held_of(const broker& b) { return b.held(); }
 
 }  // namespace amqp::broker

@@ -104,7 +104,7 @@ class broker : public std::enable_shared_from_this<broker> {
   // held() sees what every client of this process holds.
   void note_connection_client(std::uint64_t connection_id, const std::shared_ptr<bus::client>& client);
   void forget_connection_client(std::uint64_t connection_id);
-  std::uint64_t held(const std::string& queue) const;
+  std::map<std::string, std::uint64_t> held() const;
   // Removes one consumer (unknown: no-op). When it was the queue's last one in this process
   // and the queue is auto-delete, the queue is deleted (counted per process: HIP-1326, "Two
   // facts a single process cannot answer for the fleet").

@@ -144,6 +144,13 @@ std::uint64_t fake_bus::unsettled(const std::string& consumer) const {
                                                   [](const auto& e) { return !e.second.reply.empty(); }));
 }
 
+std::map<std::string, std::uint64_t> fake_bus::holdings() const {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& [consumer, state] : consumers_)
+    if (auto n = unsettled(consumer)) out.emplace(consumer, n);
+  return out;
+}
+
 bool fake_bus::holds(const std::string& reply) const {
   auto known = replies_.find(reply);
   if (known == replies_.end()) return false;

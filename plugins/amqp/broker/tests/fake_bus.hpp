@@ -148,7 +148,7 @@ class fake_bus final : public bus::client {
   bus::bus_result<bus::queue_info> queue_info(const std::string& queue) override;
   bus::bus_result<bus::queue_info> peek_queue(const std::string& queue) override;
   bus::bus_result<std::map<std::string, bus::queue_info>> peek_all_queues() override;
-  std::uint64_t holding(const std::string& queue) const override { return unsettled(queue); }
+  std::map<std::string, std::uint64_t> holdings() const override;
   std::uint64_t requests_made() const override { return 0; }  // it makes none: it is in memory
   bool publishes_uncounted() const override { return false; }
   bus::bus_status count_publishes() override { return bus::bus_ok(); }

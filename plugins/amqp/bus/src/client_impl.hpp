@@ -368,7 +368,7 @@ class client_impl final : public client {
   // Counts follow the publishes confirmed before them (publish_counts.hpp).
   bus_status catch_up_with_publishes(const std::string& step) { return counts_ ? counts_->catch_up(step) : bus_ok(); }
   std::uint64_t held(const std::string& queue) const;
-  std::uint64_t holding(const std::string& queue) const override { return held(queue); }
+  std::map<std::string, std::uint64_t> holdings() const override { return held_.counts(); }
   // A delivery stops counting as held: settled, or its NAK is on its way (`sent` false: it is
   // still reported in progress until send_nak).
   std::string_view unhold(const std::string& reply, bool sent = true);  // the reply's queue

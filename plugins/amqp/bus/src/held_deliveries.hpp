@@ -5,6 +5,7 @@
 // (client_impl::sync_settlements), so that a count waits for the server to apply only those.
 // Thread-safe: nats threads add, settling threads remove, the progress thread reads.
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <functional>
 #include <set>
@@ -44,6 +45,13 @@ class held_deliveries {
   std::uint64_t count(const std::string& queue) const {
     std::lock_guard lock{mutex_};
     return count_locked(queue);
+  }
+  // Every queue this client holds deliveries of, with how many.
+  std::map<std::string, std::uint64_t> counts() const {
+    std::lock_guard lock{mutex_};
+    std::map<std::string, std::uint64_t> out;
+    for (const auto& [queue, seqs] : seqs_) out.emplace(queue, seqs.size());
+    return out;
   }
   // The queue's settlements are to be synced before its next count.
   void mark_unsynced(const std::string& queue) {

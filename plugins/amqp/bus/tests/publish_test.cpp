@@ -1011,6 +1011,10 @@ TEST_CASE("direct messages: received by a subscriber, said so, to nobody, said s
   std::deque<delivery> got;
   auto sub = h.bus->subscribe_direct("amqp-reply.t1", h.io.get_executor(), [&](delivery d) { got.push_back(std::move(d)); });
   REQUIRE(sub);
+  // The subscription goes to the server on the client's control connection, and the publish on
+  // the other one, which the server may read first. A request on the control connection is
+  // answered only after the server has taken the subscription before it.
+  CHECK(h.bus->peek_queue("none").error().kind == bus_errc::not_found);
   const std::string props{"\x90\x00\x0atext/plain\x02", 14};
   std::optional<bool> received;
   h.bus->publish_direct("amqp-reply.t1", base64_encode(props), "answer", h.io.get_executor(),

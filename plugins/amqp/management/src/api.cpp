@@ -16,9 +16,11 @@ namespace {
 
 constexpr std::chrono::seconds operator_timeout{30};
 
-// A queue's unacknowledged messages: the bus counted those of the vhost's own client only.
-void count_held(const vhost& v, const std::string& queue, bus::queue_info& info) {
-  info.held_here = broker::held_of(*v.broker, queue);
+// A queue's unacknowledged messages are what this process's clients hold: the bus counted those of
+// the vhost's own client only.
+void count_held(const std::map<std::string, std::uint64_t>& held, const std::string& consumer, bus::queue_info& info) {
+  auto it = held.find(consumer);
+  info.held_here = it == held.end() ? 0 : it->second;
 }
 
 }  // namespace
@@ -27,12 +29,13 @@ bus::bus_result<std::map<std::string, bus::queue_info>> queue_counts(const vhost
   auto bus = broker::bus_of(*v.broker);
   auto all = bus->peek_all_queues();
   if (!all) return all;
+  const auto held = broker::held_of(*v.broker);
   for (const auto& [queue, def] : t.queues()) {
     const auto consumer = routing::consumer_name(queue);
     if (def.type() == routing::queue_type::stream) {
-      if (auto held = bus->queue_stream_state(consumer)) (*all)[consumer] = bus::queue_info{held->messages};
+      if (auto state = bus->queue_stream_state(consumer)) (*all)[consumer] = bus::queue_info{state->messages};
     } else if (auto it = all->find(consumer); it != all->end()) {
-      count_held(v, queue, it->second);
+      count_held(held, consumer, it->second);
     }
   }
   return all;
@@ -47,7 +50,7 @@ bus::bus_result<bus::queue_info> queue_count(const vhost& v, const std::string& 
     return bus::queue_info{held->messages};
   }
   auto info = bus->peek_queue(consumer);
-  if (info) count_held(v, queue, *info);
+  if (info) count_held(broker::held_of(*v.broker), consumer, *info);
   return info;
 }
 

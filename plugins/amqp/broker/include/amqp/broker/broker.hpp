@@ -142,10 +142,10 @@ struct consumer_view {
 std::vector<consumer_view> consumers_of(const broker& b);
 // The vhost's own bus client.
 std::shared_ptr<bus::client> bus_of(const broker& b);
-// Deliveries of the queue held unsettled by this process's clients: its connections' bus clients
+// By consumer name, the deliveries this process's bus clients hold unsettled: its connections'
 // (a signed-in user's own under CLOUD_AMQP_AUTH=bus) and the vhost's own. A count read through one
 // client knows only what that one holds.
-std::uint64_t held_of(const broker& b, const std::string& queue);
+std::map<std::string, std::uint64_t> held_of(const broker& b);
 // The channel and connection exceptions raised so far, by reply code.
 std::map<int, std::uint64_t> refusals_of(const broker& b);
 // What this process's channels of the vhost did with messages since it started, RabbitMQ's global

@@ -338,9 +338,9 @@ class client : public std::enable_shared_from_this<client> {
   // Blocking: every queue's consumer's counts as the server has them, by consumer name, a page of
   // 256 consumers a request (what an operator lists; as peek_queue, they may lag).
   virtual bus_result<std::map<std::string, bus::queue_info>> peek_all_queues() = 0;
-  // Not blocking: how many deliveries of the queue's consumer this client holds unsettled now
-  // (a count's held_here, without asking the server).
-  virtual std::uint64_t holding(const std::string& queue) const = 0;
+  // Not blocking: by consumer name, how many deliveries this client holds unsettled now (each
+  // count's held_here, without asking the server); queues it holds none of are absent.
+  virtual std::map<std::string, std::uint64_t> holdings() const = 0;
   // The bus confirms a publish before its queues' consumers count it, so a count or a no-wait
   // pull asked right after a confirm could miss the message. True when a publish was confirmed
   // since the last count_publishes; count_publishes (blocking) returns once all are counted.
