@@ -54,6 +54,12 @@ bus::bus_result<bus::queue_info> queue_count(const vhost& v, const std::string& 
   return info;
 }
 
+std::map<std::string, std::uint32_t> consumer_counts(const broker::broker& b) {
+  std::map<std::string, std::uint32_t> counts;
+  for (const auto& c : broker::consumers_of(b)) ++counts[c.queue];
+  return counts;
+}
+
 reply call::list(nlohmann::json items) const {
   auto shaped = shape_list(std::move(items), r.query);
   return shaped.bad_request ? bad_request(*shaped.bad_request) : json_reply(200, shaped.body);

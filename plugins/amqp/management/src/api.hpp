@@ -71,6 +71,8 @@ class api {
 bus::bus_result<std::map<std::string, bus::queue_info>> queue_counts(const vhost& v, const routing::topology& t);
 // The same for one queue (not_found while its consumer is being made).
 bus::bus_result<bus::queue_info> queue_count(const vhost& v, const std::string& queue, bool stream);
+// This process's consumers of each queue of the broker's vhost (another replica's are its own).
+std::map<std::string, std::uint32_t> consumer_counts(const broker::broker& b);
 
 // Whether an operator channel's answer is the one a call waits for.
 template <class M>

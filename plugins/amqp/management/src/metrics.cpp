@@ -61,8 +61,7 @@ bus::bus_result<std::vector<queue_sample>> sample_vhost(const vhost& v) {
   const auto t = broker::topology_of(*v.broker);
   auto counts = queue_counts(v, t);
   if (!counts) return counts.error();
-  std::map<std::string, std::uint32_t> consumers;
-  for (const auto& c : broker::consumers_of(*v.broker)) ++consumers[c.queue];
+  auto consumers = consumer_counts(*v.broker);
   for (const auto& [name, def] : t.queues()) {
     queue_sample q{v.name, name, 0, 0, consumers[name]};
     if (auto it = counts->find(routing::consumer_name(name)); it != counts->end()) {

@@ -12,12 +12,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::map<std::string, std::uint32_t> consumer_counts(const broker::broker& b) {
-  std::map<std::string, std::uint32_t> counts;
-  for (const auto& c : broker::consumers_of(b)) ++counts[c.queue];
-  return counts;
-}
-
 std::uint32_t count_of(const std::map<std::string, std::uint32_t>& counts, const std::string& queue) {
   auto c = counts.find(queue);
   return c == counts.end() ? 0 : c->second;
