@@ -367,5 +367,135 @@ class TwoReplicas(unittest.TestCase):
             for key in [f"{p}{i}" for p in "ab" for i in range(20)]:
                 ch.basic_publish("race-x", key, key.encode(), mandatory=True)  # UnroutableError if lost
 
+
+class NodeDownDuringDeclare(unittest.TestCase):
+    """#55, RELIABILITY finding 10: a node is down while a queue is declared and sent confirmed
+    messages, through the default exchange and through a bound topic exchange; back and caught up,
+    it is made leader of every stream and of the queue's consumer, and every message must still
+    be delivered. On interest retention each replica decides alone that a message has no
+    interest, so the node, applying the missed messages before it learns of the queue's consumer,
+    keeps none of them, and as the consumer's leader passes over them."""
+
+    ROUNDS = 3
+    PER_ROUTE = 10
+
+    def setUp(self):
+        self.cluster = self.enterContext(cloudtest.NatsCluster(3))
+        self.cloud = self.enterContext(cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": self.cluster.url}))
+
+    def ask(self, subject, body=None):
+        """A JetStream API answer, or {} while nobody answers: only a leader answers these, so a
+        short wait per node keeps an election from costing seconds a request."""
+        for node in self.cluster.running():
+            try:
+                raw = NatsRaw(node["port"], node["host"], timeout=1)
+                try:
+                    return raw.api(subject, body)
+                finally:
+                    raw.close()
+            except OSError:
+                continue
+        return {}
+
+    def wait_caught_up(self, subject):
+        """Until the leader reports every other replica current: the node back has applied all it
+        missed."""
+        last = {}
+
+        def current():
+            last.clear()
+            last.update(self.ask(subject))
+            group = last.get("cluster", {})
+            replicas = group.get("replicas", [])
+            return (group.get("leader") is not None and len(replicas) == len(self.cluster.nodes) - 1
+                    and all(r.get("current") and not r.get("offline") for r in replicas))
+        self.assertTrue(cloudtest.wait_until(current, 60, interval=0.1),
+                        f"{subject}: a replica never caught up: {last.get('cluster')}\n{self.cluster.logs()}")
+
+    def lead(self, node, info_subject, stepdown_subject):
+        """Steps the leader down, naming `node` its preferred successor, until `node` leads (the
+        preference is passed over for a peer the leader has not heard from lately)."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            leader = self.ask(info_subject).get("cluster", {}).get("leader")
+            if leader == node:
+                return
+            if leader is not None:
+                self.ask(stepdown_subject, {"placement": {"preferred": node}})
+                cloudtest.wait_until(
+                    lambda: self.ask(info_subject).get("cluster", {}).get("leader") not in (None, leader), 10,
+                    interval=0.1)
+            else:
+                time.sleep(0.1)  # an election under way: its answer is a leader in INFO
+        self.fail(f"{node} never led {info_subject}:\n{self.cluster.logs()}")
+
+    def declare_and_publish(self, queue, exchange):
+        """The topology and 20 confirmed messages; a declare the bus cannot answer while it
+        elects (541) is retried on a new channel, as the error says."""
+        deadline = time.monotonic() + 45
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            while True:
+                try:
+                    ch = conn.channel()
+                    ch.queue_declare(queue, durable=True)
+                    ch.exchange_declare(exchange, "topic", durable=True)
+                    ch.queue_bind(queue, exchange, routing_key="down.*")
+                    break
+                except pika.exceptions.ChannelClosedByBroker as e:
+                    self.assertEqual(e.reply_code, 541, e.reply_text)
+                    self.assertLess(time.monotonic(), deadline, f"declares refused for 45 s: {e}\n{self.cloud.log}")
+            ch.confirm_delivery()
+            sent = set()
+            # mandatory: a route missed is returned (UnroutableError), a nack raises NackError.
+            for i in range(self.PER_ROUTE):
+                ch.basic_publish("", queue, f"default-{i}", pika.BasicProperties(delivery_mode=2), mandatory=True)
+                sent.add(f"default-{i}")
+            for i in range(self.PER_ROUTE):
+                ch.basic_publish(exchange, f"down.{i}", f"topic-{i}", pika.BasicProperties(delivery_mode=2),
+                                 mandatory=True)
+                sent.add(f"topic-{i}")
+        return sent
+
+    def consume(self, queue, sent):
+        received = set()
+        with pika.BlockingConnection(params(self.cloud)) as conn:
+            ch = conn.channel()
+            ch.basic_qos(prefetch_count=50)
+            for method, _props, body in ch.consume(queue, inactivity_timeout=15):
+                if method is None:
+                    break
+                received.add(body.decode())
+                ch.basic_ack(method.delivery_tag)
+                if sent <= received:
+                    break
+        return received
+
+    def test_every_message_sent_while_a_node_was_down_is_delivered_once_it_leads(self):
+        lost = []
+        for round_ in range(self.ROUNDS):
+            # A rolling restart: each round stops the next node, the meta leader's turn too. Stopped,
+            # not killed: a killed node counts online until its heartbeats are missed, and a new
+            # consumer's leader placed on it makes the declare wait for an election (541, 5 s).
+            node = self.cluster.nodes[(round_ + 1) % len(self.cluster.nodes)]["name"]
+            queue, exchange = f"down-{round_}-{uuid.uuid4().hex[:8]}", f"down-x-{round_}"
+            consumer = queue  # routing::consumer_name of a name of word characters only
+            self.cluster.stop(node)
+            sent = self.declare_and_publish(queue, exchange)
+            self.cluster.start(node)
+            self.cluster.wait_ready()
+            streams = self.cluster.api("STREAM.NAMES").get("streams") or []
+            self.assertIn("AMQP", streams)
+            for stream in streams:
+                self.wait_caught_up(f"STREAM.INFO.{stream}")
+            self.wait_caught_up(f"CONSUMER.INFO.AMQP.{consumer}")
+            for stream in streams:
+                self.lead(node, f"STREAM.INFO.{stream}", f"STREAM.LEADER.STEPDOWN.{stream}")
+            self.lead(node, f"CONSUMER.INFO.AMQP.{consumer}", f"CONSUMER.LEADER.STEPDOWN.AMQP.{consumer}")
+            missing = sent - self.consume(queue, sent)
+            if missing:
+                lost.append(f"round {round_} ({node} down): {len(missing)} of {len(sent)} never delivered: "
+                            f"{sorted(missing)}")
+        self.assertEqual(lost, [], f"\n{self.cloud.log[-4000:]}\n{self.cluster.logs()}")
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

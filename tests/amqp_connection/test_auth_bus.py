@@ -31,6 +31,12 @@ accounts {
         publish: {deny: ["amqp.secret.>", "$JS.API.CONSUMER.MSG.NEXT.AMQP.vault", "$KV.amqp.q.forbidden",
                          "$JS.API.CONSUMER.MSG.NEXT.AMQP_STREAM_svault.>"]}
       }}
+      {user: dave, password: dave-pw, permissions: {
+        publish: {allow: ["amqp.open.>", "amqp._.>", "amqp.*", "$JS.API.>", "$JS.ACK.AMQP.>", "$KV.amqp.>", "$SYS.REQ.USER.INFO"]}
+      }}
+      {user: erin, password: erin-pw, permissions: {
+        publish: {allow: ["amqp.open.>", "amqp._.>", "amqp.*", "$JS.API.>", "$JS.ACK.AMQP.>", "$KV.amqp.>"]}
+      }}
     ]
   }
   PROD: {
@@ -79,6 +85,11 @@ def two_tenants(test, port, root_user, prod_user, then=None):
         prod.close()
 
 
+def publish_open(conn, ch):
+    ch.confirm_delivery()
+    ch.basic_publish("open", "k", b"x")
+
+
 def same_name_two_tenants(test, root, prod):
     for conn, body in ((root, b"root order"), (prod, b"prod order")):
         ch = conn.channel()
@@ -105,9 +116,9 @@ class AuthenticationByTheBus(cloudtest.CloudOnItsNats):
             connect(self.cloud.amqp_port, user, password)
         self.assertIn("ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN", str(raised.exception))
 
-    def channel_error(self, work):
+    def channel_error(self, work, user=("bob", "bob-pw")):
         """Runs work(channel) and returns the channel.close it ends in, within DENIAL_BOUND."""
-        conn = connect(self.cloud.amqp_port, "bob", "bob-pw")
+        conn = connect(self.cloud.amqp_port, *user)
         try:
             ch = conn.channel()
             started = time.monotonic()
@@ -167,6 +178,40 @@ class AuthenticationByTheBus(cloudtest.CloudOnItsNats):
         self.assertEqual(closed.reply_code, 403)
         self.assertIn("ACCESS_REFUSED", closed.reply_text)
         self.assertIn("user 'bob' publish to amqp.secret.k", closed.reply_text)
+
+    def test_an_allow_list_decides_which_exchanges_a_user_publishes_to(self):
+        # Messages are stored under their queues' subjects: the user's permissions on the exchange's
+        # subject are read from the server ($SYS.REQ.USER.INFO) and applied as it applies them.
+        setup = connect(self.cloud.amqp_port, "alice", "alice-pw")
+        try:
+            ch = setup.channel()
+            for exchange in ("open", "secret"):
+                ch.exchange_declare(exchange, "direct", auto_delete=False)
+                ch.queue_declare(exchange + "-q", auto_delete=False)
+                ch.queue_bind(exchange + "-q", exchange, "k")
+        finally:
+            setup.close()
+        dave = connect(self.cloud.amqp_port, "dave", "dave-pw")
+        try:
+            ch = dave.channel()
+            ch.confirm_delivery()
+            ch.basic_publish("open", "k", b"allowed")  # confirmed, or pika raises
+            _, _, body = ch.basic_get("open-q", auto_ack=True)
+            self.assertEqual(body, b"allowed")
+        finally:
+            dave.close()
+
+        def publish(conn, ch):
+            ch.confirm_delivery()
+            ch.basic_publish("secret", "k", b"x")
+        closed = self.channel_error(publish, ("dave", "dave-pw"))
+        self.assertEqual(closed.reply_code, 403)
+        self.assertIn("user 'dave' publish to amqp.secret.k", closed.reply_text)
+        # A user the server will not tell its permissions publishes nowhere, told what to grant.
+        closed = self.channel_error(publish_open, ("erin", "erin-pw"))
+        self.assertEqual(closed.reply_code, 403)
+        self.assertIn("the bus did not say what user 'erin' may publish", closed.reply_text)
+        self.assertIn("$SYS.REQ.USER.INFO", closed.reply_text)
 
     def test_a_denied_declaration_is_403_within_the_bus_timeout(self):
         # The bucket write is a request the server refuses without answering: it ends denied once

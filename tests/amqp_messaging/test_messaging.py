@@ -168,14 +168,17 @@ class Routing(Base):
         quiet(self.conn, 1.0)
         self.assertEqual([b for _, _, b in got], [b"mine"])
 
-    def test_a_plain_nats_subscriber_reads_the_body(self):
-        x = name("x")
+    def test_a_plain_nats_subscriber_of_a_queue_s_subject_reads_the_body_and_where_it_was_published(self):
+        # Each queue reached stores a copy under its own subject (docs/DESIGN.md, "Where a message
+        # is stored"): a bus-native reader subscribes there.
+        x, q = name("x"), self.queue()
         self.ch.exchange_declare(x, "direct")
+        self.ch.queue_bind(q, x, "orders.new")
         sock = socket.create_connection(("127.0.0.1", CLOUD.nats_port), timeout=10)
         reader = sock.makefile("rb")
         self.assertTrue(reader.readline().startswith(b"INFO "))
         sock.sendall(b'CONNECT {"verbose":false,"headers":true,"protocol":1}\r\n'
-                     b"SUB amqp." + x.encode() + b".orders.new 1\r\nPING\r\n")
+                     b"SUB amqp._." + q.encode() + b" 1\r\nPING\r\n")
         line = reader.readline().strip()
         while line.startswith(b"INFO "):  # an asynchronous INFO update (protocol 1)
             line = reader.readline().strip()
@@ -189,12 +192,13 @@ class Routing(Base):
                 sock.sendall(b"PONG\r\n")
             line = reader.readline().strip().split()
         self.assertEqual(line[0], b"HMSG", line)
-        self.assertEqual(line[1], b"amqp." + x.encode() + b".orders.new")
+        self.assertEqual(line[1], b"amqp._." + q.encode())
         header_len, total_len = int(line[-2]), int(line[-1])
         payload = reader.read(total_len + 2)[:total_len]
         headers, body = payload[:header_len], payload[header_len:]
         self.assertEqual(body, b"plain body")
         self.assertIn(b"Amqp-Props:", headers)
+        self.assertIn(b"Amqp-Routed-As: amqp." + x.encode() + b".orders.new", headers)
         sock.close()
 
 

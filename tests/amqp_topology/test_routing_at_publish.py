@@ -88,13 +88,11 @@ class RoutingAtPublish(ConfirmedChannel, cloudtest.OneCloudTest):
 
     def test_a_new_binding_brings_in_nothing_published_before_it(self):
         self.ch.exchange_declare(exchange="rp-bind-x", exchange_type="fanout")
-        self.queue("rp-bind-held", ("rp-bind-x", ""))  # keeps the early messages in the stream
+        self.queue("rp-bind-held", ("rp-bind-x", ""))
         self.queue("rp-bind-late")
         for i in range(3):
             self.publish("rp-bind-x", "", f"early-{i}")
         self.ch.queue_bind(queue="rp-bind-late", exchange="rp-bind-x")
-        # Its consumer has not passed the early messages: the binding carries a window.
-        self.assertIn("after", self.bucket_value("rp-bind-late")["bindings"][0])
         self.assertEqual(self.count("rp-bind-late"), 0)
         self.assertEqual(self.drain("rp-bind-late"), [])
         self.publish("rp-bind-x", "", "late")
@@ -126,38 +124,33 @@ class RoutingAtPublish(ConfirmedChannel, cloudtest.OneCloudTest):
         self.ch.basic_cancel(consumer)
         self.assertEqual(got, ["bound-1", "bound-2", "bound-3"])
 
-    def test_a_retired_binding_leaves_the_consumer_once_its_messages_are_acked(self):
-        self.ch.exchange_declare(exchange="rp-retire-x", exchange_type="direct")
-        self.queue("rp-retire-q", ("rp-retire-x", "k"))
-        self.publish("rp-retire-x", "k", "kept")
-        self.ch.queue_unbind(queue="rp-retire-q", exchange="rp-retire-x", routing_key="k")
-        # While the queue holds the message its filter stays (else the bus would drop it).
-        self.assertIn("amqp.rp-retire-x.k", self.consumer_filters("rp-retire-q"))
-        self.assertEqual(len(self.bucket_value("rp-retire-q").get("retired", [])), 1)
-        self.assertEqual(self.drain("rp-retire-q"), [("kept", 0)])
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and "amqp.rp-retire-x.k" in self.consumer_filters("rp-retire-q"):
-            time.sleep(0.1)
-        self.assertEqual(self.consumer_filters("rp-retire-q"), ["amqp._.rp-retire-q"])
-        value = self.bucket_value("rp-retire-q")
-        self.assertNotIn("retired", value)
-        self.assertNotIn("bindings", value)
+    def stored_copy(self, queue):
+        """The last message stored under the queue's own subject: (headers, body)."""
+        raw = NatsRaw(self.cloud.nats_port)
+        try:
+            reply = raw.api("STREAM.MSG.GET.AMQP", {"last_by_subj": f"amqp._.{queue}"})
+        finally:
+            raw.close()
+        message = reply["message"]
+        return base64.b64decode(message.get("hdrs", "")), base64.b64decode(message["data"])
 
-    def test_a_bind_with_nothing_earlier_to_leave_out_has_no_window(self):
-        self.ch.exchange_declare(exchange="rp-plain-x", exchange_type="topic")
-        self.queue("rp-plain-q", ("rp-plain-x", "a.#"))
-        self.assertEqual(self.bucket_value("rp-plain-q")["bindings"], [{"exchange": "rp-plain-x", "key": "a.#"}])
-        self.publish("rp-plain-x", "a.b", "m")
-        self.ch.queue_unbind(queue="rp-plain-q", exchange="rp-plain-x", routing_key="a.#")
-        self.assertEqual(self.count("rp-plain-q"), 1)
-        self.assertEqual(self.drain("rp-plain-q"), [("m", 0)])
-        # Unbound with nothing left that it routed: its filters go with it.
-        self.ch.queue_bind(queue="rp-plain-q", exchange="rp-plain-x", routing_key="b.*")
-        self.ch.queue_unbind(queue="rp-plain-q", exchange="rp-plain-x", routing_key="b.*")
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and self.consumer_filters("rp-plain-q") != ["amqp._.rp-plain-q"]:
-            time.sleep(0.1)
-        self.assertEqual(self.consumer_filters("rp-plain-q"), ["amqp._.rp-plain-q"])
+    def test_a_binding_is_a_routing_entry_and_each_queue_reached_stores_its_own_copy(self):
+        self.ch.exchange_declare(exchange="rp-copy-x", exchange_type="topic")
+        self.queue("rp-copy-a", ("rp-copy-x", "a.#"))
+        self.queue("rp-copy-b", ("rp-copy-x", "*.b"))
+        # Nothing on the bus changes with a bind: the consumer reads the queue's own subject.
+        self.assertEqual(self.consumer_filters("rp-copy-a"), ["amqp._.rp-copy-a"])
+        self.assertEqual(self.bucket_value("rp-copy-a")["bindings"], [{"exchange": "rp-copy-x", "key": "a.#"}])
+        self.publish("rp-copy-x", "a.b", "both")
+        for queue in ("rp-copy-a", "rp-copy-b"):
+            headers, body = self.stored_copy(queue)
+            self.assertEqual(body, b"both")
+            self.assertIn(b"Amqp-Routed-As: amqp.rp-copy-x.a.b", headers)
+        # An unbind leaves the copy where it is; each queue settles its own.
+        self.ch.queue_unbind(queue="rp-copy-a", exchange="rp-copy-x", routing_key="a.#")
+        self.assertNotIn("bindings", self.bucket_value("rp-copy-a"))
+        self.assertEqual(self.drain("rp-copy-a"), [("both", 0)])
+        self.assertEqual(self.drain("rp-copy-b"), [("both", 0)])
 
     def test_a_queue_declared_again_after_delete_starts_empty(self):
         self.ch.exchange_declare(exchange="rp-redeclare-x", exchange_type="direct")

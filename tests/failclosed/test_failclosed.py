@@ -117,15 +117,15 @@ class FailClosedTest(unittest.TestCase):
     def test_a_conflicting_amqp_stream(self):
         with cloudtest.NatsServer() as bus:
             nats = NatsRaw(bus.port)
-            created = nats.api("STREAM.CREATE.AMQP", {"name": "AMQP", "subjects": ["amqp.>"], "retention": "limits"})
+            created = nats.api("STREAM.CREATE.AMQP", {"name": "AMQP", "subjects": ["amqp.>"], "retention": "workqueue"})
             self.assertNotIn("error", created)
             log = self.boot_fails({"CLOUD_PUBSUB_URL": bus.url})
             # Refused, and left exactly as it was.
-            self.assertEqual(nats.api("STREAM.INFO.AMQP")["config"]["retention"], "limits")
+            self.assertEqual(nats.api("STREAM.INFO.AMQP")["config"]["retention"], "workqueue")
             nats.close()
         self.assertIn("row 1 (amqp): ", log)
         self.assertIn("stream AMQP: ", log)
-        self.assertIn("retention is limits, expected interest", log)
+        self.assertIn("retention is workqueue, expected limits", log)
 
     def test_the_bucket_cannot_be_created(self):
         with cloudtest.NatsServer() as bus:

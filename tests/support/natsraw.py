@@ -34,6 +34,22 @@ class NatsRaw:
         """A JetStream API request: the decoded JSON reply (or {"status": "<headers>"})."""
         data = json.dumps(body).encode() if body is not None else b""
         self.sock.sendall(b"PUB $JS.API.%s _INBOX.cloudtest %d\r\n%s\r\n" % (subject.encode(), len(data), data))
+        return self._answer()
+
+    def publish(self, subject, body=b"", headers=None):
+        """A publish awaiting its answer (a stream's PubAck, decoded, or {"status": ...}); `headers`
+        a dict of NATS headers, e.g. a message as the adaptor stores it."""
+        if isinstance(body, str):
+            body = body.encode()
+        if headers:
+            head = b"NATS/1.0\r\n" + b"".join(b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in headers.items()) + b"\r\n"
+            self.sock.sendall(b"HPUB %s _INBOX.cloudtest %d %d\r\n%s%s\r\n" % (
+                subject.encode(), len(head), len(head) + len(body), head, body))
+        else:
+            self.sock.sendall(b"PUB %s _INBOX.cloudtest %d\r\n%s\r\n" % (subject.encode(), len(body), body))
+        return self._answer()
+
+    def _answer(self):
         while True:
             line = self._line()
             if line.startswith(b"MSG "):

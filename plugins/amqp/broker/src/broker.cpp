@@ -24,7 +24,10 @@
 #include "channel/channel_context.hpp"
 #include "housekeeping/dead_letter.hpp"
 #include "housekeeping/expiry.hpp"
+#include "housekeeping/legacy_filters.hpp"
+#include "housekeeping/settled_removal.hpp"
 #include "deliver/stream_feeder.hpp"
+#include "publish/due_router.hpp"
 #include "topology/topology_store.hpp"
 
 namespace amqp::broker {
@@ -45,7 +48,7 @@ broker::broker(boost::asio::io_context& io, std::shared_ptr<bus::client> bus, se
       settings_(std::move(s)),
       node_(settings_.node_name.empty() ? process_node_name() : settings_.node_name),
       mirror_strand_(boost::asio::make_strand(io)),
-      narrow_timer_(mirror_strand_),
+      legacy_(std::make_shared<legacy_filters>(mirror_strand_)),
       dead_letter_lane_(boost::asio::make_strand(bus_->worker_executor())) {}
 
 broker::~broker() { watch_.stop(); }
@@ -81,7 +84,9 @@ void broker::report_nack(std::string_view subject, std::string_view why) {
 // ---- the mirror
 
 std::vector<std::string> broker::filters_of(const std::string& queue) const {
-  return read_topology([&](const routing::topology& t) { return t.queue_filters(queue); });
+  auto own = read_topology([&](const routing::topology& t) { return t.queue_filters(queue); });
+  if (own.empty()) return own;
+  return legacy_->filters_of(queue).value_or(std::move(own));
 }
 
 // A stream queue's consumer on stream AMQP is read by its feeder alone, one replica's at a time.
@@ -100,11 +105,11 @@ routing::queue_type broker::type_of(const std::string& queue) const {
   });
 }
 
-broker::delivery_rules broker::rules_for(const std::string& queue, const bus::delivery& d) const {
+broker::delivery_rules broker::rules_for(const std::string& queue) const {
   return read_topology([&](const routing::topology& t) {
     const auto* def = t.find_queue(queue);
     if (!def) return delivery_rules{};
-    return delivery_rules{t.admits(queue, d.subject, d.stream_seq), def->message_ttl, def->delivery_limit};
+    return delivery_rules{def->message_ttl, def->delivery_limit};
   });
 }
 
@@ -137,7 +142,22 @@ bool broker::apply_locked(const std::string& key, const std::optional<std::strin
     pending_warnings_.push_back("bucket entry " + key + " ignored: " + refused->text);
     return false;
   }
+  if (parsed && parsed->what == routing::bucket_key::kind::exchange && value) {
+    if (const auto* def = topology_.find_exchange(parsed->name); def && def->delayed) route_due_messages();
+  }
   return value.has_value() || existed;
+}
+
+// Only once some delayed-message exchange exists can a message become due: a broker without one
+// keeps no pull open on the bus.
+void broker::route_due_messages() {
+  if (due_routing_.exchange(true)) return;
+  boost::asio::post(mirror_strand_, [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self || self->feeding_stopped_) return;
+    self->due_router_ = std::make_shared<due_router>(weak, self->bus_, self->mirror_strand_);
+    self->due_router_->start();
+  });
 }
 
 void broker::on_watch_change(const std::string& key, const std::optional<std::string>& value,
@@ -177,6 +197,7 @@ void broker::on_watch_change(const std::string& key, const std::optional<std::st
       uses_.erase(parsed->name);
       channels = take_consumers_locked(parsed->name);
     }
+    legacy_->forget(parsed->name);
     notify_deleted(parsed->name, std::move(channels));
   }
 }
@@ -231,14 +252,18 @@ void broker::open() {
   if (!watch) throw std::runtime_error("topology watch on bucket amqp: " + watch.error().text);
   watch_ = std::move(*watch);
   sweep_leftovers();
+  // Before any consumer is converged: a previous release's consumer keeps what its filters hold.
+  if (auto failed = legacy_->load(*this))
+    throw std::runtime_error("listing the queues' consumers, to keep what a previous release's filters hold: " +
+                             failed->text);
+  legacy_->start(weak);
+  settled_removal_ = std::make_shared<settled_removal>(mirror_strand_);
+  settled_removal_->start(weak);
   // Off the boot: after an upgrade there may be more queues to converge than the startup window
   // has room for, and until then each keeps a working ack wait of its own and serves its
   // consumers in arrival order.
   boost::asio::post(bus_executor(), [weak] {
     if (auto self = weak.lock()) self->converge_queue_consumers();
-  });
-  boost::asio::post(mirror_strand_, [weak] {
-    if (auto self = weak.lock()) self->narrow_windows_soon();
   });
   expiry_ = std::make_shared<expiry_sweeper>(weak, mirror_strand_);
   expiry_->start();
@@ -272,44 +297,6 @@ void broker::reconcile_feeders() {
     auto feeder = std::make_shared<stream_feeder>(weak_from_this(), bus_, name, mirror_strand_);
     feeders_.emplace(name, feeder);
     feeder->start();
-  }
-}
-
-void broker::narrow_windows_soon() {
-  if (narrowing_stopped_) return;
-  narrow_timer_.expires_after(std::chrono::seconds(1));
-  narrow_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (!self || ec || self->narrowing_stopped_) return;
-    auto queues = self->read_topology([](const routing::topology& t) { return t.windowed_queues(); });
-    if (queues.empty()) return self->narrow_windows_soon();
-    boost::asio::post(self->bus_executor(), [self, queues = std::move(queues)] {
-      self->narrow_windows(queues);
-      boost::asio::post(self->mirror_strand_, [self] { self->narrow_windows_soon(); });
-    });
-  });
-}
-
-// A queue whose consumer does not move (nobody consumes it) is looked at less and less often,
-// from every second up to every 32 s; one that narrowed, or is new here, every second.
-void broker::narrow_windows(const std::vector<std::string>& queues) {
-  constexpr int slowest = 32;
-  const auto now = std::chrono::steady_clock::now();
-  std::erase_if(narrowing_, [&](const auto& entry) {
-    return !std::binary_search(queues.begin(), queues.end(), entry.first);
-  });
-  for (const auto& queue : queues) {
-    if (narrowing_stopped_) return;
-    auto& pace = narrowing_[queue];
-    if (now < pace.due) continue;
-    auto narrowed = store::narrow_windows(*this, *bus_, queue);
-    if (auto* failed = std::get_if<bus::bus_error>(&narrowed); failed && !narrowing_stopped_) {
-      warn("narrowing the routes of queue '" + queue + "' to what its consumer has not passed: " + failed->text +
-           " (tried again in a second)");
-    }
-    const bool again_soon = !std::holds_alternative<bool>(narrowed) || std::get<bool>(narrowed);
-    pace.seconds = again_soon ? 1 : std::min(slowest, pace.seconds * 2);
-    pace.due = now + std::chrono::seconds(pace.seconds);
   }
 }
 
@@ -354,13 +341,15 @@ void broker::converge_queue_consumers() {
 }
 
 void broker::stop() {
-  narrowing_stopped_ = true;
   boost::asio::post(mirror_strand_, [self = shared_from_this()] {
     self->feeding_stopped_ = true;
     for (auto& [name, feeder] : self->feeders_) feeder->stop();
     self->feeders_.clear();
+    if (self->due_router_) self->due_router_->stop();
   });
   if (expiry_) expiry_->stop();
+  legacy_->stop();
+  if (settled_removal_) settled_removal_->stop();
   std::set<std::string> keys;
   {
     std::lock_guard lock(owners_mutex_);
@@ -475,15 +464,40 @@ void broker::forget_connection_client(std::uint64_t connection_id) {
   connection_clients_.erase(connection_id);
 }
 
-std::map<std::string, std::uint64_t> broker::held() const {
+std::set<std::shared_ptr<bus::client>> broker::bus_clients() const {
   std::set<std::shared_ptr<bus::client>> clients{bus_};  // connections share a user's client
-  {
-    std::lock_guard lock(owners_mutex_);
-    for (const auto& [id, weak] : connection_clients_)
-      if (auto client = weak.lock()) clients.insert(std::move(client));
-  }
+  std::lock_guard lock(owners_mutex_);
+  for (const auto& [id, weak] : connection_clients_)
+    if (auto client = weak.lock()) clients.insert(std::move(client));
+  return clients;
+}
+
+std::set<std::string> broker::take_settled_consumers() {
+  std::set<std::string> out;
+  for (const auto& client : bus_clients())
+    for (auto& consumer : client->take_settled()) out.insert(std::move(consumer));
+  return out;
+}
+
+std::optional<std::string> broker::queue_of_consumer(const std::string& consumer) const {
+  return read_topology([&](const routing::topology& t) -> std::optional<std::string> {
+    // A consumer name is the queue's word, but for a name too long for it (hashed, "=Z").
+    if (consumer.find("=Z") == std::string::npos) {
+      auto name = routing::name_of_word(consumer);
+      if (name && t.find_queue(*name)) return name;
+      return std::nullopt;
+    }
+    for (const auto& entry : t.queues())
+      if (routing::consumer_name(entry.first) == consumer) return entry.first;
+    return std::nullopt;
+  });
+}
+
+bool broker::has_legacy_queues() const { return !legacy_->empty(); }
+
+std::map<std::string, std::uint64_t> broker::held() const {
   std::map<std::string, std::uint64_t> held;
-  for (const auto& client : clients)
+  for (const auto& client : bus_clients())
     for (const auto& [consumer, n] : client->holdings()) held[consumer] += n;
   return held;
 }
@@ -564,24 +578,23 @@ void broker::note_use(const std::string& queue, use how) {
   });
 }
 
-void broker::expect_expiries(std::string_view exchange, std::string_view key, std::string_view property_octets,
-                             std::chrono::milliseconds delay) {
-  if (!expiry_) return;
+void broker::expect_expiries(const std::vector<std::string>& queues, std::string_view property_octets) {
+  if (!expiry_ || queues.empty()) return;
   std::vector<std::pair<std::string, std::uint64_t>> expiring;  // queue, the message's TTL there
   read_topology([&](const routing::topology& t) {
     if (!t.has_timed_queues()) return;
     auto own = wire::expiration_of(property_octets);
     const std::optional<std::uint64_t> expiration_ms = own ? *own : std::nullopt;
-    for (auto& queue : t.queues_reached(exchange, key)) {
+    for (const auto& queue : queues) {
       const auto* def = t.find_queue(queue);
       if (def == nullptr || !(def->message_ttl || def->dead_letter)) continue;
       auto ttl = def->message_ttl;
       if (expiration_ms) ttl = ttl ? std::min(*ttl, *expiration_ms) : *expiration_ms;
-      if (ttl) expiring.emplace_back(std::move(queue), *ttl);
+      if (ttl) expiring.emplace_back(queue, *ttl);
     }
   });
-  const auto arrives = std::chrono::steady_clock::now() + delay;
-  for (auto& [queue, ttl] : expiring) expiry_->look_by(std::move(queue), arrives + std::chrono::milliseconds(ttl));
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [queue, ttl] : expiring) expiry_->look_by(std::move(queue), now + std::chrono::milliseconds(ttl));
 }
 
 std::uint64_t broker::last_use_here_ms(const std::string& queue) const {
@@ -626,6 +639,7 @@ void broker::notify_deleted(const std::string& queue,
 
 void broker::forget_queue(const std::string& queue) {
   write_topology([&](routing::topology& t) { return t.erase_queue(queue); });
+  legacy_->forget(queue);
   std::vector<std::weak_ptr<channel_context>> channels;
   {
     std::lock_guard lock(owners_mutex_);

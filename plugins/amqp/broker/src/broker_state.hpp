@@ -29,7 +29,10 @@ namespace amqp::broker {
 
 class channel_context;
 class expiry_sweeper;
+class legacy_filters;
+class settled_removal;
 class stream_feeder;
+class due_router;
 
 class broker : public std::enable_shared_from_this<broker> {
  public:
@@ -58,23 +61,21 @@ class broker : public std::enable_shared_from_this<broker> {
     std::shared_lock lock(topology_mutex_);
     return std::forward<Fn>(fn)(static_cast<const routing::topology&>(topology_));
   }
-  // The queue's filters as its bus consumer is asked for them (normalized queue_filters, the
-  // default binding included). Empty when the queue is not in the mirror.
+  // The queue's filters as its bus consumer is asked for them: its own subject, or those a
+  // consumer of the previous release still reads (legacy_filters.hpp). Empty when the queue is not
+  // in the mirror.
   std::vector<std::string> filters_of(const std::string& queue) const;
   // How the queue's consumers share it on the bus (x-single-active-consumer); all_consumers when
   // the queue is not in the mirror.
   bus::queue_sharing sharing_of(const std::string& queue) const;
   // The queue's x-queue-type (classic when the queue is not in the mirror).
   routing::queue_type type_of(const std::string& queue) const;
-  // Was this delivery routed to the queue? Its consumer also reads what a binding's window
-  // leaves out (routing::topology::admits): such a delivery is acked unseen. And the queue's
-  // x-message-ttl and x-delivery-limit, if it has them.
+  // The queue's x-message-ttl and x-delivery-limit, if it has them.
   struct delivery_rules {
-    bool routed = true;
     std::optional<std::uint64_t> message_ttl;
     std::optional<std::uint64_t> delivery_limit;
   };
-  delivery_rules rules_for(const std::string& queue, const bus::delivery& d) const;
+  delivery_rules rules_for(const std::string& queue) const;
 
   // ---- exclusive queues (owned by one connection of THIS process; see broker.cpp on replicas)
   std::optional<std::uint64_t> exclusive_owner(const std::string& queue) const;
@@ -103,6 +104,11 @@ class broker : public std::enable_shared_from_this<broker> {
   // The bus client a connection's channels use, kept (weakly) until connection_closed, so that
   // held() sees what every client of this process holds.
   void note_connection_client(std::uint64_t connection_id, const std::shared_ptr<bus::client>& client);
+  // The consumers any bus client of this broker settled deliveries of since the last call.
+  std::set<std::string> take_settled_consumers();
+  // The queue whose consumer this is, when the mirror has it.
+  std::optional<std::string> queue_of_consumer(const std::string& consumer) const;
+  bool has_legacy_queues() const;
   void forget_connection_client(std::uint64_t connection_id);
   std::map<std::string, std::uint64_t> held() const;
   // Removes one consumer (unknown: no-op). When it was the queue's last one in this process
@@ -129,13 +135,11 @@ class broker : public std::enable_shared_from_this<broker> {
   // A policy came or changed: the queues it gives a TTL, a dead-letter exchange or an expiry are
   // looked at as a declaration with those arguments would have them looked at.
   void look_at_policy_queues(const std::string& policy);
-  // A message this process publishes to (exchange, key), with these content-header properties
-  // (its `expiration`): each queue it reaches whose head may expire while nobody reads it is
-  // looked at when the message expires there (expiry.hpp). Costs nothing while no queue has an
-  // x-message-ttl or a dead-letter exchange.
-  // `delay`: the message reaches its queues that much later (a delayed-message exchange's).
-  void expect_expiries(std::string_view exchange, std::string_view key, std::string_view property_octets,
-                       std::chrono::milliseconds delay = {});
+  // A message this process stored in `queues`, with these content-header properties (its
+  // `expiration`): each queue whose head may expire while nobody reads it is looked at when the
+  // message expires there (expiry.hpp). Costs nothing while no queue has an x-message-ttl or a
+  // dead-letter exchange.
+  void expect_expiries(const std::vector<std::string>& queues, std::string_view property_octets);
   // The latest use of the queue noted here (ms since the epoch; 0: none), written or not yet.
   std::uint64_t last_use_here_ms(const std::string& queue) const;
 
@@ -239,10 +243,6 @@ class broker : public std::enable_shared_from_this<broker> {
   // doubling to 30 s, unless the queue is known here again (declared anew, or written by another
   // replica): that declaration stands.
   void remove_from_bus(const std::string& queue, std::chrono::seconds wait);
-  // Once a second, off the io threads, the windowed queues' routes are narrowed to what their
-  // consumers have not passed (store::narrow_windows), so that delivery soon costs nothing again.
-  void narrow_windows_soon();
-  void narrow_windows(const std::vector<std::string>& queues);
   // On mirror_strand_: a feeder for each stream queue the mirror holds, none for others.
   void reconcile_feeders();
 
@@ -258,17 +258,17 @@ class broker : public std::enable_shared_from_this<broker> {
   bus::topology_watch watch_;
   std::vector<std::string> leftovers_;  // this node's transient keys seen in the replay
   std::vector<std::string> pending_warnings_;  // collected under the lock, logged after it
-  boost::asio::steady_timer narrow_timer_;     // on mirror_strand_
-  struct narrowing_pace {
-    std::chrono::steady_clock::time_point due{};
-    int seconds = 1;
-  };
-  std::map<std::string, narrowing_pace> narrowing_;  // touched only by one narrowing round at a time
-  std::atomic<bool> narrowing_stopped_{false};
   std::mutex nack_report_mutex_;
   std::chrono::steady_clock::time_point last_nack_report_{};  // under nack_report_mutex_
   std::uint64_t nacks_unreported_ = 0;                        // under nack_report_mutex_
   std::shared_ptr<expiry_sweeper> expiry_;  // expires the heads of idle queues (expiry.hpp)
+  // Starts the due router, once (on the mirror strand).
+  void route_due_messages();
+  std::atomic<bool> due_routing_{false};
+  std::shared_ptr<due_router> due_router_;  // on mirror_strand_: routes delayed messages once due (due_router.hpp)
+  std::set<std::shared_ptr<bus::client>> bus_clients() const;  // its own and its connections'
+  std::shared_ptr<settled_removal> settled_removal_;
+  std::shared_ptr<legacy_filters> legacy_;  // queues still reading the previous release's filters
   std::map<std::string, std::shared_ptr<stream_feeder>> feeders_;  // by stream queue, on mirror_strand_
   bool feeding_stopped_ = false;                                   // on mirror_strand_
   boost::asio::any_io_executor dead_letter_lane_;

@@ -255,7 +255,7 @@ wire::basic_properties delayed_by(std::int32_t ms) {
 
 }  // namespace
 
-TEST_CASE("a delayed publish is stored as a schedule and confirmed, its queue has it once the schedule fires") {
+TEST_CASE("a delayed publish is stored as a schedule and confirmed, its queue has it once due and routed") {
   harness h;
   confirming(h);
   h.bus->set_manual_publishes(false);
@@ -267,14 +267,45 @@ TEST_CASE("a delayed publish is stored as a schedule and confirmed, its queue ha
   CHECK(h.bus->publish_count() == 0);  // not stored on its subject yet
   REQUIRE(h.bus->delayed().size() == 1);
   const auto& d = h.bus->delayed()[0];
-  CHECK(d.subject == "amqp.dx.k");
+  CHECK(d.subject == "amqp.~due.dx.k");
   CHECK(d.schedule_prefix == "amqp.~delayed.dx");
   CHECK(d.at >= before + std::chrono::milliseconds(1500));
   CHECK(d.at <= std::chrono::system_clock::now() + std::chrono::milliseconds(1500));
   CHECK(h.bus->ready(consumer_of("q")) == 0);
   h.bus->fire_delayed(0);
-  CHECK(h.bus->ready(consumer_of("q")) == 1);
+  REQUIRE(h.run_until([&] { return h.bus->ready(consumer_of("q")) == 1; }));
+  CHECK(h.bus->published_subject(0) == subject_for("q"));
+  CHECK(h.bus->ready(bus::due_consumer) == 0);
+  CHECK(h.bus->unsettled(bus::due_consumer) == 0);  // routed, then acked
   CHECK(h.conn.publish_cost == 0);
+}
+
+TEST_CASE("a due message is routed by the bindings of that moment, and one whose copy is refused is routed again") {
+  harness h;
+  h.open();
+  h.declare("q");
+  delayed_exchange(h);
+  h.publish_with(delayed_by(500), "dx", "k", "later");
+  h.settle();
+  h.declare("q2");
+  h.method(wire::queue_bind{0, "q2", "dx", "k", false, {}});
+  h.settle();
+  h.bus->set_manual_publishes(true);
+  h.bus->fire_delayed(0);
+  REQUIRE(h.run_until([&] { return h.bus->publishes_waiting() == 2; }));
+  h.bus->complete_publish(0, bus::bus_ok());
+  h.bus->complete_publish(1, bus::bus_error{"publish: Timeout", 0, bus::bus_errc::timeout});
+  // Handed back a second later (past one run_until's bound) and routed again: the copy already
+  // stored is not stored twice.
+  bool routed_again = false;
+  for (int i = 0; i < 3 && !routed_again; ++i) routed_again = h.run_until([&] { return h.bus->publishes_waiting() == 2; });
+  REQUIRE(routed_again);
+  h.bus->complete_publish(2, bus::bus_ok());
+  h.bus->complete_publish(3, bus::bus_ok());
+  REQUIRE(h.run_until([&] { return h.bus->unsettled(bus::due_consumer) == 0; }));
+  CHECK(h.bus->ready(consumer_of("q")) == 1);
+  CHECK(h.bus->ready(consumer_of("q2")) == 1);
+  CHECK(h.bus->settlements_of(settlement::kind::nak).size() == 1);
 }
 
 TEST_CASE("a delayed exchange routes a publish without x-delay at once, mandatory returns a delayed one at once") {
@@ -286,7 +317,7 @@ TEST_CASE("a delayed exchange routes a publish without x-delay at once, mandator
   h.publish_with(delayed_by(500), "dx", "k", "later", /*mandatory=*/true);
   h.settle();
   CHECK(h.bus->publish_count() == 1);
-  CHECK(h.bus->published_subject(0) == "amqp.dx.k");
+  CHECK(h.bus->published_subject(0) == subject_for("q"));
   CHECK(h.bus->delayed().size() == 1);
   const auto returned = h.all<wire::basic_return_>();
   REQUIRE(returned.size() == 1);
@@ -307,4 +338,23 @@ TEST_CASE("deleting a delayed exchange drops the messages waiting in it") {
   CHECK(h.bus->delayed()[0].purged);
   h.bus->fire_delayed(0);
   CHECK(h.bus->ready(consumer_of("q")) == 0);
+}
+
+TEST_CASE("a publish whose exchange subject the user may not publish is refused 403, nothing stored") {
+  harness h;
+  confirming(h);
+  h.method(wire::exchange_declare{0, "secret", "direct", false, true, false, false, false, {}});
+  h.method(wire::queue_bind{0, "q", "secret", "k", false, {}});
+  h.settle();
+  REQUIRE(h.count<wire::queue_bind_ok>() == 1);
+  h.bus->deny_publishing("amqp.secret.>");
+  h.publish("", "q", "allowed");  // another exchange's subject: stored
+  h.publish("secret", "k", "refused");
+  h.settle();
+  CHECK(h.bus->publish_count() == 1);
+  REQUIRE(h.conn.exceptions.size() == 1);
+  CHECK(h.conn.exceptions[0].code == wire::reply_code::access_refused);
+  CHECK(h.conn.exceptions[0].offending == wire::basic_publish::key);
+  CHECK(h.conn.exceptions[0].sentence.find("the bus did not store the message published to amqp.secret.k: ") == 0);
+  CHECK(h.conn.exceptions[0].sentence.find("user 'fake' publish to amqp.secret.k") != std::string::npos);
 }

@@ -73,3 +73,12 @@ TEST_CASE("an exchange's delayed messages wait under a prefix of their own, belo
   CHECK(broker::delayed_subject_prefix("orders") == "amqp.~delayed.orders");
   CHECK(broker::delayed_subject_prefix("amq.direct") == "amqp.~delayed.amq-direct");
 }
+
+TEST_CASE("a delayed publish is stored when due under the due root, spelled as its publish, and read back") {
+  CHECK(broker::due_subject("amqp.orders.a.b") == "amqp.~due.orders.a.b");
+  CHECK(broker::due_subject("amqp.amq-direct") == "amqp.~due.amq-direct");  // the empty key: no word
+  CHECK(broker::due_address("amqp.~due.orders.a.b") == routing::address{"orders", "a.b"});
+  CHECK(broker::due_address("amqp.~due.amq-direct") == routing::address{"amq.direct", ""});
+  CHECK(broker::due_address("amqp.orders.k") == std::nullopt);
+  CHECK(broker::due_address("amqp.~due.=zz.k") == std::nullopt);  // no exchange's word
+}

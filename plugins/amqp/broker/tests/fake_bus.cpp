@@ -49,7 +49,7 @@ class fake_puller final : public bus::puller, public std::enable_shared_from_thi
 
   void request(std::uint32_t batch, std::chrono::milliseconds expires) override {
     if (stopping_ || batch == 0) return;
-    bus_->requests_.push_back({queue_, batch, expires, priority_});
+    if (queue_ != bus::due_consumer) bus_->requests_.push_back({queue_, batch, expires, priority_});
     asked_ += batch;
     bus_->request(shared_from_this(), batch, expires);
   }
@@ -96,6 +96,7 @@ class fake_puller final : public bus::puller, public std::enable_shared_from_thi
 
 fake_bus::fake_bus(boost::asio::io_context& io) : io_(io) {
   max_payload_ = 1024 * 1024;
+  consumers_[bus::due_consumer].filters = {std::string{bus::due_subject_root} + ".>"};
 }
 
 fake_bus::~fake_bus() = default;
@@ -121,7 +122,8 @@ void fake_bus::complete_publish(std::size_t index, bus::bus_status outcome) {
   auto& p = publishes_.at(index);
   if (p.answered) return;
   p.answered = true;
-  if (outcome) store(p.subject, p.property_octets, p.body);
+  const bool duplicate = outcome && !p.msg_id.empty() && !stored_ids_.insert(p.msg_id).second;
+  if (outcome && !duplicate) store(p.subject, p.property_octets, p.body);
   boost::asio::post(p.ex, [done = std::move(p.done), outcome]() mutable { done(outcome); });
 }
 
@@ -285,7 +287,20 @@ void fake_bus::settle(const std::string& reply, settlement::kind how) {
     dispatch(consumer);
   } else {
     c->second.ack_pending.erase(h);
+    settled_consumers_.insert(consumer);
   }
+}
+
+std::vector<std::string> fake_bus::take_settled() {
+  std::vector<std::string> out(settled_consumers_.begin(), settled_consumers_.end());
+  settled_consumers_.clear();
+  return out;
+}
+
+bus::bus_status fake_bus::purge_subject_below(const std::string& subject, std::uint64_t below) {
+  for (std::size_t i = 0; i + 1 < below && i < stream_.size(); ++i)
+    if (subject_matches(subject, stream_[i].subject)) stream_[i].purged = true;
+  return bus::bus_ok();
 }
 
 // ---- the bucket
@@ -363,6 +378,17 @@ bus::bus_status fake_bus::delete_queue_consumer(const std::string& queue) {
 
 bus::bus_result<std::vector<std::string>> fake_bus::queues_to_converge() { return std::vector<std::string>{}; }
 
+bus::bus_result<std::map<std::string, std::vector<std::string>>> fake_bus::queue_consumer_filters() {
+  std::map<std::string, std::vector<std::string>> all;
+  for (const auto& [name, c] : consumers_) {
+    if (name.starts_with('~')) continue;  // the adaptor's own are no queues
+    auto sorted = c.filters;
+    std::sort(sorted.begin(), sorted.end());
+    all.emplace(name, std::move(sorted));
+  }
+  return all;
+}
+
 bus::bus_result<bus::queue_info> fake_bus::queue_info(const std::string& queue) {
   auto it = consumers_.find(queue);
   if (it == consumers_.end()) return not_found("consumer " + queue);
@@ -373,6 +399,8 @@ bus::bus_result<bus::queue_info> fake_bus::queue_info(const std::string& queue) 
   info.held_here = unsettled(queue);
   info.delivered_stream_seq = c.cursor;
   info.ack_floor_stream_seq = c.ack_pending.empty() ? c.cursor : c.ack_pending.begin()->first - 1;
+  info.filters = c.filters;
+  std::sort(info.filters.begin(), info.filters.end());
   return info;
 }
 
@@ -380,7 +408,8 @@ bus::bus_result<bus::queue_info> fake_bus::peek_queue(const std::string& queue) 
 
 bus::bus_result<std::map<std::string, bus::queue_info>> fake_bus::peek_all_queues() {
   std::map<std::string, bus::queue_info> all;
-  for (const auto& [name, c] : consumers_) all.emplace(name, *queue_info(name));
+  for (const auto& [name, c] : consumers_)
+    if (!name.starts_with('~')) all.emplace(name, *queue_info(name));  // the adaptor's own are no queues
   return all;
 }
 
@@ -431,7 +460,16 @@ void fake_bus::publish(std::string subject, std::string amqp_props_b64, std::str
                        boost::asio::any_io_executor ex, std::function<void(bus::bus_status)> done) {
   auto props = bus::base64_decode(amqp_props_b64);
   publishes_.push_back({std::move(subject), props.value_or(std::string{}), std::move(body), std::move(ex),
-                        std::move(done), false});
+                        std::move(done), false, {}});
+  if (!manual_publishes_) complete_publish(publishes_.size() - 1, bus::bus_ok());
+}
+
+void fake_bus::publish_identified(std::string subject, std::string msg_id, std::string amqp_props_b64,
+                                  std::string body, std::string, boost::asio::any_io_executor ex,
+                                  std::function<void(bus::bus_status)> done) {
+  auto props = bus::base64_decode(amqp_props_b64);
+  publishes_.push_back({std::move(subject), props.value_or(std::string{}), std::move(body), std::move(ex),
+                        std::move(done), false, std::move(msg_id)});
   if (!manual_publishes_) complete_publish(publishes_.size() - 1, bus::bus_ok());
 }
 
@@ -495,6 +533,15 @@ bus::bus_result<std::shared_ptr<bus::client>> fake_bus::sign_in(const bus::crede
 }
 
 bus::bus_status fake_bus::join(const bus::client&) { return bus::bus_ok(); }
+
+bus::bus_status fake_bus::may_publish(std::string_view subject) {
+  for (const auto& filter : publish_denied_)
+    if (subject_matches(filter, subject))
+      return bus::bus_error{"publish to " + std::string{subject} + ": the bus does not let user 'fake' publish to " +
+                                std::string{subject},
+                            0, bus::bus_errc::denied};
+  return bus::bus_ok();
+}
 
 void fake_bus::close() {
   on_change_.reset();

@@ -6,7 +6,8 @@
 //    and a watch that replays synchronously and then posts each later change to its executor;
 //  - stream AMQP: every stored message has a subject and the next sequence number;
 //  - per-queue durable consumers (ensure_queue_consumer): DeliverNew, so a consumer sees only
-//    what was stored after it was created, filtered by NATS subject matching (`*`, `>`);
+//    what was stored after it was created, filtered by NATS subject matching (`*`, `>`); and
+//    bus::due_consumer, made with the bus, on every due delayed message;
 //  - pullers: waiting requests are served in arrival order; a message goes to the oldest open
 //    request, requeued (NAK'ed) messages first in NAK order, then never-delivered ones in stream
 //    order; a no-wait request (expires 0) gets one message or a 404 no_messages event at once;
@@ -73,6 +74,8 @@ class fake_bus final : public bus::client {
                       const std::string& body = {});
   // Manual publishes wait for complete_publish; automatic ones (the default) are stored at once.
   void set_manual_publishes(bool manual) { manual_publishes_ = manual; }
+  // may_publish refuses subjects that match `filter`, as a user's publish deny permission does.
+  void deny_publishing(std::string filter) { publish_denied_.push_back(std::move(filter)); }
   // The next `n` purge_subject calls time out, as a bus without a stream leader does.
   void fail_purges(int n) { failing_purges_ = n; }
   bool has_key(const std::string& key) const { return kv_.contains(key); }
@@ -94,7 +97,7 @@ class fake_bus final : public bus::client {
     std::chrono::system_clock::time_point at;
     std::string property_octets;
     std::string body;
-    bool fired = false;   // stored on `subject`, as the server does at `at`
+    bool fired = false;   // stored on `subject` (its due subject), as the server does at `at`
     bool purged = false;  // purge_subject of its prefix's ".>" dropped it first
   };
   const std::vector<delayed_message>& delayed() const { return delayed_; }
@@ -131,6 +134,7 @@ class fake_bus final : public bus::client {
   bus::bus_result<std::shared_ptr<bus::client>> sign_in(const bus::credentials&,
                                                         std::chrono::steady_clock::time_point) override;
   bus::bus_status join(const bus::client&) override;
+  bus::bus_status may_publish(std::string_view subject) override;
   bus::bus_result<bus::topology_watch> watch_topology(
       boost::asio::any_io_executor ex, on_change_fn on_change,
       std::optional<std::chrono::steady_clock::time_point> deadline) override;
@@ -145,6 +149,7 @@ class fake_bus final : public bus::client {
                                         bus::queue_sharing sharing) override;
   bus::bus_status delete_queue_consumer(const std::string& queue) override;
   bus::bus_result<std::vector<std::string>> queues_to_converge() override;
+  bus::bus_result<std::map<std::string, std::vector<std::string>>> queue_consumer_filters() override;
   bus::bus_result<bus::queue_info> queue_info(const std::string& queue) override;
   bus::bus_result<bus::queue_info> peek_queue(const std::string& queue) override;
   bus::bus_result<std::map<std::string, bus::queue_info>> peek_all_queues() override;
@@ -153,6 +158,9 @@ class fake_bus final : public bus::client {
   bool publishes_uncounted() const override { return false; }
   bus::bus_status count_publishes() override { return bus::bus_ok(); }
   bus::bus_status purge_subject(const std::string& subject) override;
+  bus::bus_status purge_subject_below(const std::string& subject, std::uint64_t below) override;
+  bus::bus_result<bool> use_limits_retention() override { return true; }
+  std::vector<std::string> take_settled() override;
   bus::bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,
                               bus::queue_sharing sharing) override;
   bus::bus_result<std::uint64_t> last_sequence() override { return stream_.size(); }
@@ -162,6 +170,10 @@ class fake_bus final : public bus::client {
   void publish(std::string subject, std::string amqp_props_b64, std::string body, std::string routed_as,
                boost::asio::any_io_executor ex,
                std::function<void(bus::bus_status)> done) override;
+  // Stored once per msg_id: a publish of an id already stored is confirmed and not kept again.
+  void publish_identified(std::string subject, std::string msg_id, std::string amqp_props_b64, std::string body,
+                          std::string routed_as, boost::asio::any_io_executor ex,
+                          std::function<void(bus::bus_status)> done) override;
   void publish_delayed(std::string subject, std::string schedule_prefix, std::chrono::system_clock::time_point at,
                        std::string amqp_props_b64, std::string body, boost::asio::any_io_executor ex,
                        std::function<void(bus::bus_status)> done) override;
@@ -207,6 +219,7 @@ class fake_bus final : public bus::client {
 
  private:
   friend class fake_puller;
+  std::set<std::string> settled_consumers_;  // settled for good since take_settled
   std::map<std::string, queue_stream> queue_streams_;
 
   struct message {
@@ -236,6 +249,7 @@ class fake_bus final : public bus::client {
     boost::asio::any_io_executor ex;
     std::function<void(bus::bus_status)> done;
     bool answered = false;
+    std::string msg_id;  // set: stored only if no message of this id is
   };
 
   bool matches(const consumer_state& c, const std::string& subject) const;
@@ -262,8 +276,10 @@ class fake_bus final : public bus::client {
   std::map<std::string, std::pair<std::string, std::uint64_t>> replies_;  // reply → consumer, seq
   std::uint64_t reply_serial_ = 0;
   std::vector<pending_publish> publishes_;
+  std::set<std::string> stored_ids_;  // the msg_ids of identified publishes stored
   std::vector<delayed_message> delayed_;
   bool manual_publishes_ = false;
+  std::vector<std::string> publish_denied_;  // deny_publishing
   std::set<std::uint64_t> unreadable_;
   int failing_purges_ = 0;
   std::vector<settlement> settlements_;

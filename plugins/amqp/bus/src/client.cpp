@@ -45,6 +45,10 @@ bus_result<std::shared_ptr<client>> client_impl::sign_in(const credentials& who,
     c->close();
     return done.error();
   }
+  // What its user may not publish is refused at each publish (may_publish), before its workers
+  // and callbacks can read this.
+  c->judges_publishes_ = true;
+  c->read_permissions();
   return std::shared_ptr<client>{std::move(c)};
 }
 
@@ -87,6 +91,17 @@ void client_impl::publish(std::string subject, std::string amqp_props_b64, std::
   }
   publisher_->publish(next_id_++, std::move(subject), std::move(amqp_props_b64), std::move(body), std::move(routed_as),
                       std::move(ex), std::move(done));
+}
+
+void client_impl::publish_identified(std::string subject, std::string msg_id, std::string amqp_props_b64,
+                                     std::string body, std::string routed_as, boost::asio::any_io_executor ex,
+                                     std::function<void(bus_status)> done) {
+  if (closed_ || !publisher_) {
+    boost::asio::post(ex, [done = std::move(done)] { done(failure("publish", "bus client is closed")); });
+    return;
+  }
+  publisher_->publish_identified(next_id_++, std::move(subject), std::move(msg_id), std::move(amqp_props_b64),
+                                 std::move(body), std::move(routed_as), std::move(ex), std::move(done));
 }
 
 std::string rfc3339(std::chrono::system_clock::time_point at) {

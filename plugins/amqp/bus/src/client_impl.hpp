@@ -26,6 +26,7 @@
 #include "held_deliveries.hpp"
 #include "nats_handle.hpp"
 #include "permission_denials.hpp"
+#include "publish_permissions.hpp"
 #include "pin_lease.hpp"
 #include "publisher.hpp"
 #include "publish_counts.hpp"
@@ -41,7 +42,7 @@ inline constexpr const char* priority_group = "amqp";
 // The bus level of a waiting request of an all_consumers puller of RabbitMQ consumer priority
 // `priority` (the server serves level 0 first; RabbitMQ the highest priority first).
 constexpr int bus_level(int priority) { return highest_consumer_priority - priority; }
-// The durable that holds every delayed publish's schedule (ensure_delayed_holder); '~' is no
+// The durable that holds every delayed publish's schedule (ensure_delayed_consumers); '~' is no
 // character of a queue's consumer name.
 inline constexpr const char* delayed_holder = "~delayed";
 
@@ -195,8 +196,10 @@ class client_impl final : public client {
   bus_status dial();
   bus_status ensure_stream();
   bus_status ensure_bucket();
-  // The consumer that keeps delayed publishes' schedules in the interest stream until they fire.
-  bus_status ensure_delayed_holder(const std::string& step);
+  // The consumers of delayed publishes, made before any schedule can fire: the holder that keeps
+  // their schedules in the interest stream, and due_consumer, which keeps and hands out what is due.
+  bus_status ensure_delayed_consumers(const std::string& step);
+  bus_status ensure_own_consumer(const std::string& step, const char* name, const std::string& filter);
   // An existing stream (AMQP, or the bucket's KV_amqp) is changed to what `wanted` sets of its
   // config where JetStream allows it; otherwise the step fails naming both values (`why` says
   // which setting asked for each).
@@ -221,10 +224,15 @@ class client_impl final : public client {
   bus_status start_inbox();
   bus_status reclaim_unacked();
   bus_status check_inbox_permitted();  // sign_in's: the user receives the answers to its requests
+  // Blocking. Asks the server what this client's user may publish (publish_permissions.hpp);
+  // reread_permissions does it on the worker pool, one at a time.
+  void read_permissions();
+  void reread_permissions();
 
   bus_result<std::shared_ptr<client>> sign_in(const credentials& who,
                                               std::chrono::steady_clock::time_point deadline) override;
   bus_status join(const client& service) override;
+  bus_status may_publish(std::string_view subject) override;
 
   bus_result<topology_watch> watch_topology(
       boost::asio::any_io_executor ex, on_change_fn on_change,
@@ -241,12 +249,15 @@ class client_impl final : public client {
                                    queue_sharing sharing) override;
   bus_status delete_queue_consumer(const std::string& queue) override;
   bus_result<std::vector<std::string>> queues_to_converge() override;
+  bus_result<std::map<std::string, std::vector<std::string>>> queue_consumer_filters() override;
   bus_result<bus::queue_info> queue_info(const std::string& queue) override;
   bus_result<bus::queue_info> peek_queue(const std::string& queue) override;
   bus_result<std::map<std::string, bus::queue_info>> peek_all_queues() override;
   bool publishes_uncounted() const override { return counts_ && counts_->behind(); }
   bus_status count_publishes() override { return catch_up_with_publishes("a pull"); }
   bus_status purge_subject(const std::string& subject) override;
+  bus_status purge_subject_below(const std::string& subject, std::uint64_t below) override;
+  bus_result<bool> use_limits_retention() override;
   bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,
                          queue_sharing sharing) override;
   bus_result<std::uint64_t> last_sequence() override;
@@ -256,6 +267,9 @@ class client_impl final : public client {
 
   void publish(std::string subject, std::string amqp_props_b64, std::string body, std::string routed_as,
                boost::asio::any_io_executor ex, std::function<void(bus_status)> done) override;
+  void publish_identified(std::string subject, std::string msg_id, std::string amqp_props_b64, std::string body,
+                          std::string routed_as, boost::asio::any_io_executor ex,
+                          std::function<void(bus_status)> done) override;
   void publish_delayed(std::string subject, std::string schedule_prefix, std::chrono::system_clock::time_point at,
                        std::string amqp_props_b64, std::string body, boost::asio::any_io_executor ex,
                        std::function<void(bus_status)> done) override;
@@ -278,6 +292,7 @@ class client_impl final : public client {
   void ack(const std::string& reply) override;
   void nak(const std::string& reply) override;
   void term(const std::string& reply) override;
+  std::vector<std::string> take_settled() override;
   void return_unseen(const std::string& reply) override;
 
   std::shared_ptr<direct_subscription> subscribe_direct(const std::string& subject, boost::asio::any_io_executor ex,
@@ -389,6 +404,8 @@ class client_impl final : public client {
   // A publish permissions violation: publishes in flight to `subject` fail (kind denied),
   // pullers whose pull requests it was are told, and requests to it end denied (denied_since).
   void permission_denied(const std::string& subject);
+  // Blocking. The server's $SYS.REQ.USER.INFO answer about this client's user.
+  bus_result<std::string> user_info();
   bool denied_since(const std::string& subject, std::chrono::steady_clock::time_point since);
   std::string denied_text(const std::string& subject) const;
   bus_error denied(std::string_view step, const std::string& subject) const;  // kind denied, denied_text
@@ -436,8 +453,16 @@ class client_impl final : public client {
 
   held_deliveries held_;  // its own lock
   unseen_returns unseen_;  // its own lock
+  std::atomic<bool> limits_retention_{false};  // stream AMQP's, as last read or made
+  std::mutex settled_mutex_;
+  std::set<std::string, std::less<>> settled_;  // consumers settled since take_settled, under settled_mutex_
 
   permission_denials denials_;  // its own lock
+  publish_permissions permissions_;  // its own lock; a signed-in client's only
+  // sign_in's client: its user's publish permissions are judged here too (may_publish). The
+  // adaptor's own client (a vhost's too) may publish everything.
+  bool judges_publishes_ = false;
+  std::atomic<bool> rereading_permissions_{false};
 
   std::unique_ptr<publish_counts> counts_;  // made with the inbox (start_inbox), whose name it shares
   std::shared_ptr<publisher> publisher_;    // made with the inboxes (start_inbox), which it replies to

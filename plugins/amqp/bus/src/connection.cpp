@@ -200,6 +200,8 @@ void client_impl::on_async_error(natsConnection*, natsSubscription*, natsStatus 
 
 void client_impl::permission_denied(const std::string& subject) {
   denials_.note(subject);
+  // A refusal may come of a reload's new permissions, which the server applies silently.
+  if (subject != user_info_subject) reread_permissions();
   if (publisher_) publisher_->refuse_subject(subject, denied("publish to " + subject, subject));
   std::vector<std::shared_ptr<puller_impl>> pullers;
   // "$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>": a queue's on stream AMQP, a stream queue
@@ -331,6 +333,7 @@ void client_impl::on_reconnected(natsConnection*, void* closure) {
   // the old connection may have died with it or not; each puller replaces its inbox, which
   // ends them for certain.
   auto* self = static_cast<client_impl*>(closure);
+  self->reread_permissions();  // another server of the cluster may have other permissions
   std::vector<std::shared_ptr<puller_impl>> live;
   {
     std::lock_guard lock{self->mutex_};

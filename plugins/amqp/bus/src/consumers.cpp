@@ -131,21 +131,39 @@ bus_status client_impl::delete_queue_consumer(const std::string& queue) {
   return bus_ok();
 }
 
+namespace {
+
 // Queue consumers are the stream's durable ones with no inactive threshold; each client's count
-// probe has one. A consumer made before consumer priorities has no priority policy: it serves
-// the pull requests in arrival order, ignoring their level (processNextMsgRequest checks the
-// group only on a consumer that has a policy), until it is converged.
+// probe has one. The adaptor's own ('~…': count probes, the delayed holder) are no queues.
+bool is_queue_consumer(const json& config) {
+  const auto name = config.value("durable_name", std::string{});
+  return !name.empty() && !name.starts_with('~') && config.value("inactive_threshold", std::int64_t{0}) == 0;
+}
+
+}  // namespace
+
+// A consumer made before consumer priorities has no priority policy: it serves the pull requests
+// in arrival order, ignoring their level (processNextMsgRequest checks the group only on a
+// consumer that has a policy), until it is converged.
 bus_result<std::vector<std::string>> client_impl::queues_to_converge() {
   const auto wanted = std::chrono::nanoseconds(options_.ack_wait).count();
   std::vector<std::string> out;
   auto listed = for_each_consumer("list the queues' consumers", [&](const json& info) {
     const json config = info.value("config", json::object());
-    const auto name = config.value("durable_name", std::string{});
     const auto policy = config.value("priority_policy", std::string{"none"});
-    // The adaptor's own ('~…': count probes, the delayed holder) are no queues.
-    if (!name.empty() && !name.starts_with('~') && config.value("inactive_threshold", std::int64_t{0}) == 0 &&
-        (config.value("ack_wait", std::int64_t{0}) != wanted || policy == "none"))
-      out.push_back(name);
+    if (is_queue_consumer(config) && (config.value("ack_wait", std::int64_t{0}) != wanted || policy == "none"))
+      out.push_back(config.value("durable_name", std::string{}));
+    return bus_ok();
+  });
+  if (!listed) return listed.error();
+  return out;
+}
+
+bus_result<std::map<std::string, std::vector<std::string>>> client_impl::queue_consumer_filters() {
+  std::map<std::string, std::vector<std::string>> out;
+  auto listed = for_each_consumer("list the queues' consumers", [&](const json& info) {
+    const json config = info.value("config", json::object());
+    if (is_queue_consumer(config)) out.emplace(config.value("durable_name", std::string{}), returned_filters(config));
     return bus_ok();
   });
   if (!listed) return listed.error();
@@ -203,6 +221,7 @@ bus::queue_info client_impl::queue_info_of(const json& info) const {
   out.last_active_ms = std::max({epoch_ms(info.value("created", std::string{})), last_active_of(info, "delivered"),
                                  last_active_of(info, "ack_floor")});
   out.held_here = held(info.value("name", std::string{}));
+  out.filters = returned_filters(info.value("config", json::object()));
   return out;
 }
 
@@ -232,6 +251,14 @@ bus_status client_impl::purge_queue(const std::string& queue, const std::vector<
 bus_status client_impl::purge_subject(const std::string& subject) {
   auto purged = api("drop the messages on " + subject, std::string{"STREAM.PURGE."} + stream_name,
                     json{{"filter", subject}});
+  if (!purged) return purged.error();
+  return bus_ok();
+}
+
+bus_status client_impl::purge_subject_below(const std::string& subject, std::uint64_t below) {
+  if (below <= 1) return bus_ok();  // nothing below the first sequence
+  auto purged = api("drop the settled messages on " + subject, std::string{"STREAM.PURGE."} + stream_name,
+                    json{{"filter", subject}, {"seq", below}});
   if (!purged) return purged.error();
   return bus_ok();
 }

@@ -96,8 +96,18 @@ std::string_view client_impl::settle(const std::string& reply, const char* verb)
 
 // The message leaves the queue: what was returned unseen of it no longer matters.
 void client_impl::settle_for_good(const std::string& reply, const char* verb) {
-  if (settle(reply, verb).empty()) return;
+  const auto consumer = settle(reply, verb);
+  if (consumer.empty()) return;
   if (const auto ref = held_ref_of(reply)) unseen_.forget(ref->queue, ref->seq);
+  std::lock_guard lock(settled_mutex_);
+  if (!settled_.contains(consumer)) settled_.emplace(consumer);
+}
+
+std::vector<std::string> client_impl::take_settled() {
+  std::lock_guard lock(settled_mutex_);
+  std::vector<std::string> out(settled_.begin(), settled_.end());
+  settled_.clear();
+  return out;
 }
 
 void client_impl::ack(const std::string& reply) { settle_for_good(reply, "+ACK"); }

@@ -17,9 +17,6 @@ using json = nlohmann::json;
 
 // The server drops the probe of a process that died after this long without a pull.
 constexpr std::int64_t probe_idle_ns = 3600LL * 1'000'000'000;
-// The take of a counted probe message waits this long for it at most (take_message).
-constexpr std::int64_t probe_take_ns = 500'000'000;
-
 std::uint64_t pending_of(const json& info) { return info.value("num_pending", std::uint64_t{0}); }
 
 }  // namespace
@@ -62,16 +59,19 @@ bus_status publish_counts::probe(const std::string& step) {
   for (int attempt = 0;; ++attempt) {
     if (!created_)
       if (auto made = create_probe(what); !made) return made;
-    auto seen = counted(what);
+    std::uint64_t seq = 0;
+    auto seen = counted(what, seq);
     if (!seen) return seen.error();
     switch (*seen) {
       case probe_seen::counted:
-        take_message(what);
+        // A probe message left behind would count for the next probe: the consumer goes then.
+        if (!deleted_message(what, seq)) drop_probe(what);
         return bus_ok();
       case probe_seen::late:
         // A server too slow to signal in time gives a count that may miss a late publish, as
         // one too slow to apply settlements does (sync_settlements). The probe consumer goes
         // with its message, so that the late signal cannot count for the next probe.
+        deleted_message(what, seq);
         drop_probe(what);
         return bus_ok();
       case probe_seen::gone:
@@ -83,13 +83,15 @@ bus_status publish_counts::probe(const std::string& step) {
 }
 
 // Publishes a probe message and waits until the probe consumer counts it.
-bus_result<publish_counts::probe_seen> publish_counts::counted(const std::string& what) {
+bus_result<publish_counts::probe_seen> publish_counts::counted(const std::string& what, std::uint64_t& seq) {
   natsMsg* raw = nullptr;
   natsStatus s = natsConnection_Request(&raw, control_, subject_.c_str(), nullptr, 0, timeout_ms_);
   msg_ptr ack{raw};
   if (s == NATS_NO_RESPONDERS) return failure(what, no_jetstream_text);
   if (s != NATS_OK) return nats_failure(what, s);
-  if (auto stored = parse_api_reply(what, ack.get()); !stored) return stored.error();
+  auto stored = parse_api_reply(what, ack.get());
+  if (!stored) return stored.error();
+  seq = stored->value("seq", std::uint64_t{0});
 
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
   auto pause = std::chrono::microseconds(50);
@@ -106,31 +108,12 @@ bus_result<publish_counts::probe_seen> publish_counts::counted(const std::string
   }
 }
 
-// The count this probe waited for is done; taking its message only tidies up. The server can
-// count the message and then not find it (it waits for a no-wait pull it counted something for),
-// so the pull waits half a second at most, and any other answer drops the probe consumer instead:
-// that drops the message too (nothing else is interested), and a new probe starts past it.
-void publish_counts::take_message(const std::string& what) {
-  if (!took_message()) drop_probe(what);
-}
-
-// The pull has an inbox of its own: a delivery names the message's subject, not the reply's, and
-// nats.c routes such a reply to its request only while no other request is in flight.
-bool publish_counts::took_message() {
-  natsInbox* raw_inbox = nullptr;
-  if (natsInbox_Create(&raw_inbox) != NATS_OK) return false;
-  inbox_ptr inbox{raw_inbox};
-  natsSubscription* raw_sub = nullptr;
-  if (natsConnection_SubscribeSync(&raw_sub, control_, inbox.get()) != NATS_OK) return false;
-  subscription_ptr sub{raw_sub};
-  const std::string next = std::string{"$JS.API.CONSUMER.MSG.NEXT."} + stream_name + "." + name_;
-  const std::string request = json{{"batch", 1}, {"no_wait", true}, {"expires", probe_take_ns}}.dump();
-  natsMsg* raw = nullptr;
-  natsStatus s = natsConnection_PublishRequestString(control_, next.c_str(), inbox.get(), request.c_str());
-  if (s == NATS_OK) s = natsSubscription_NextMsg(&raw, sub.get(), timeout_ms_);
-  msg_ptr taken{raw};
-  natsSubscription_Unsubscribe(sub.get());
-  return s == NATS_OK && natsMsg_GetSubject(taken.get()) == subject_;
+// The count this probe waited for is done. The delete also takes the message out of the probe
+// consumer's count (the stream tells the consumers whose filter matches it).
+bool publish_counts::deleted_message(const std::string& what, std::uint64_t seq) {
+  if (seq == 0) return false;
+  auto deleted = api_(what, std::string{"STREAM.MSG.DELETE."} + stream_name, json{{"seq", seq}, {"no_erase", true}});
+  return deleted.ok();
 }
 
 void publish_counts::drop_probe(const std::string& what) {

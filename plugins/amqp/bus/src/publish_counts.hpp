@@ -6,8 +6,8 @@
 // once told. So a count asked right after a confirm can miss the message (bus test "queue_info
 // counts every publish confirmed before it"). A probe consumer of this client's, on a subject no
 // queue binds, shows when the stream has told its consumers of everything stored before a probe
-// message: the probe's own num_pending then counts that message. The probe is pulled after,
-// which removes it (interest retention, no ack).
+// message: the probe's own num_pending then counts that message. The probe message is deleted
+// after, by its sequence (the stream keeps what nobody removes).
 #include <nats/nats.h>
 
 #include <atomic>
@@ -45,9 +45,8 @@ class publish_counts {
   enum class probe_seen { counted, late, gone };
   bus_status create_probe(const std::string& step);
   bus_status probe(const std::string& step);
-  bus_result<probe_seen> counted(const std::string& what);
-  void take_message(const std::string& what);
-  bool took_message();
+  bus_result<probe_seen> counted(const std::string& what, std::uint64_t& seq);
+  bool deleted_message(const std::string& what, std::uint64_t seq);
   void drop_probe(const std::string& what);
 
   natsConnection* control_;  // nullptr once closed

@@ -70,7 +70,7 @@ class publisher : public std::enable_shared_from_this<publisher> {
 
   void publish(std::uint64_t id, std::string subject, std::string amqp_props_b64, std::string body,
                std::string routed_as, boost::asio::any_io_executor ex, std::function<void(bus_status)> done);
-  // A publish carrying its own Nats-Msg-Id (client::publish_to_queue_stream): the stream stores
+  // A publish carrying its own Nats-Msg-Id (client::publish_identified): the stream stores
   // it once within its duplicate window, however often it is sent, by this or another process.
   void publish_identified(std::uint64_t id, std::string subject, std::string msg_id, std::string amqp_props_b64,
                           std::string body, std::string routed_as, boost::asio::any_io_executor ex,

@@ -24,14 +24,32 @@ std::string stream_mismatch(const json& config) {
   const json subjects = config.value("subjects", json::array());
   if (subjects != json::array({stream_subjects}))
     return "its subjects are " + joined(subjects) + ", expected [" + stream_subjects + "]";
+  // Interest: a store of a release before the adaptor removed settled messages itself, made
+  // limits by use_limits_retention once its queues read only their own subjects.
   const std::string retention = config.value("retention", std::string{"limits"});
-  if (retention != "interest")
-    return "its retention is " + retention + ", expected interest (a message leaves once every "
-           "queue holding it has acked it)";
+  if (retention != "limits" && retention != "interest")
+    return "its retention is " + retention + ", expected limits (the adaptor removes what each queue settled)";
   return {};
 }
 
 }  // namespace
+
+// Known from the mount (or an earlier call) without a request: asked every second by the broker.
+bus_result<bool> client_impl::use_limits_retention() {
+  if (limits_retention_) return true;
+  const std::string step = std::string{"make stream "} + stream_name + "'s retention limits";
+  auto info = api(step, std::string{"STREAM.INFO."} + stream_name, nullptr);
+  if (!info) return info.error();
+  json config = info->value("config", json::object());
+  if (config.value("retention", std::string{"limits"}) != "limits") {
+    config["retention"] = "limits";
+    auto updated = api(step, std::string{"STREAM.UPDATE."} + stream_name, config);
+    if (!updated) return updated.error();
+    if (updated->value("config", json::object()).value("retention", std::string{}) != "limits") return false;
+  }
+  limits_retention_ = true;
+  return true;
+}
 
 std::int64_t client_impl::stream_max_consumers() const {
   return static_cast<std::int64_t>(options_.max_queues + adaptor_consumers);
@@ -113,17 +131,18 @@ bus_status client_impl::ensure_stream() {
   if (info) {
     const std::string differs = stream_mismatch(info->value("config", json::object()));
     stream_created_ = info->value("created", std::string{});
+    limits_retention_ = info->value("config", json::object()).value("retention", std::string{}) == "limits";
     if (!differs.empty())
       return failure(step, "a stream named " + std::string{stream_name} + " already exists and " + differs +
                                "; it is left untouched: delete or fix it, or point CLOUD_PUBSUB_URL at another bus");
     if (auto converged = converge_stream(step, stream_name, *info, stream_settings()); !converged) return converged;
-    return ensure_delayed_holder(step);
+    return ensure_delayed_consumers(step);
   }
   if (info.error().kind != bus_errc::not_found) return info.error();
 
   json config = {{"name", stream_name},
                  {"subjects", {stream_subjects}},
-                 {"retention", "interest"},
+                 {"retention", "limits"},
                  {"storage", "file"},
                  {"discard", "old"},
                  {"num_replicas", replicas_},
@@ -134,19 +153,28 @@ bus_status client_impl::ensure_stream() {
   auto created = api(step, std::string{"STREAM.CREATE."} + stream_name, config);
   if (!created) return created.error();
   stream_created_ = created->value("created", std::string{});
-  return ensure_delayed_holder(step);
+  limits_retention_ = true;
+  return ensure_delayed_consumers(step);
 }
 
-// Interest retention keeps only what some consumer's filter matches: this consumer's matches every
-// schedule and it never pulls, so a schedule stays until the server fires it and purges it.
-bus_status client_impl::ensure_delayed_holder(const std::string& step) {
-  auto created = api(step, std::string{"CONSUMER.DURABLE.CREATE."} + stream_name + "." + delayed_holder,
+// Interest retention keeps only what some consumer's filter matches. The holder's matches every
+// schedule and it never pulls, so a schedule stays until the server fires it and purges it; the
+// copy the server stores when it fires stays on due_consumer until a router has routed it.
+bus_status client_impl::ensure_delayed_consumers(const std::string& step) {
+  if (auto held = ensure_own_consumer(step, delayed_holder, std::string{delayed_subject_root} + ".>"); !held)
+    return held;
+  return ensure_own_consumer(step, due_consumer, std::string{due_subject_root} + ".>");
+}
+
+// Created, or converged in place where it differs (a create of an existing durable updates it).
+bus_status client_impl::ensure_own_consumer(const std::string& step, const char* name, const std::string& filter) {
+  auto created = api(step, std::string{"CONSUMER.DURABLE.CREATE."} + stream_name + "." + name,
                      json{{"stream_name", stream_name},
                           {"config",
-                           {{"durable_name", delayed_holder},
+                           {{"durable_name", name},
                             {"deliver_policy", "all"},
                             {"ack_policy", "explicit"},
-                            {"filter_subject", std::string{delayed_subject_root} + ".>"}}}});
+                            {"filter_subject", filter}}}});
   if (!created) return created.error();
   return bus_ok();
 }

@@ -1,8 +1,6 @@
 // Stream queues (x-queue-type stream): each has a JetStream stream of its own, fed from its queue
 // consumer on stream AMQP by the broker, and read by consumers of their own there (ack policy
 // none), so that any number of readers see the same messages without taking them away.
-#include <boost/asio/post.hpp>
-
 #include "client_impl.hpp"
 #include "error.hpp"
 
@@ -66,12 +64,8 @@ bus_result<stream_state> client_impl::queue_stream_state(const std::string& queu
 void client_impl::publish_to_queue_stream(const std::string& queue, std::string msg_id, std::string amqp_props_b64,
                                           std::string body, std::string routed_as, boost::asio::any_io_executor ex,
                                           std::function<void(bus_status)> done) {
-  if (closed_ || !publisher_) {
-    boost::asio::post(ex, [done = std::move(done)] { done(failure("publish", "bus client is closed")); });
-    return;
-  }
-  publisher_->publish_identified(next_id_++, queue_stream_subject(queue), std::move(msg_id), std::move(amqp_props_b64),
-                                 std::move(body), std::move(routed_as), std::move(ex), std::move(done));
+  publish_identified(queue_stream_subject(queue), std::move(msg_id), std::move(amqp_props_b64), std::move(body),
+                     std::move(routed_as), std::move(ex), std::move(done));
 }
 
 bus_result<std::string> client_impl::create_stream_reader(const std::string& queue, const stream_start& start) {

@@ -17,13 +17,13 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 }  // namespace
 
-TEST_CASE("open creates stream AMQP (interest retention) and bucket amqp, and is idempotent") {
+TEST_CASE("open creates stream AMQP (limits retention) and bucket amqp, and is idempotent") {
   nats_server server;
   auto first = client::open(options_for(server.url()));
   REQUIRE_MESSAGE(first.ok(), first.error().text);
   auto stream = server.api("STREAM.INFO.AMQP");
   CHECK(stream["config"]["subjects"] == nlohmann::json::array({"amqp.>"}));
-  CHECK(stream["config"]["retention"] == "interest");
+  CHECK(stream["config"]["retention"] == "limits");
   CHECK(stream["config"]["storage"] == "file");
   auto bucket = server.api("STREAM.INFO.KV_amqp");
   CHECK(bucket["config"]["max_msgs_per_subject"] == 1);
@@ -38,12 +38,12 @@ TEST_CASE("open creates stream AMQP (interest retention) and bucket amqp, and is
 TEST_CASE("a pre-existing AMQP stream with other retention or subjects is refused and left as it was") {
   nats_server server;
   SUBCASE("retention") {
-    server.api("STREAM.CREATE.AMQP", {{"name", "AMQP"}, {"subjects", {"amqp.>"}}, {"retention", "limits"}});
+    server.api("STREAM.CREATE.AMQP", {{"name", "AMQP"}, {"subjects", {"amqp.>"}}, {"retention", "workqueue"}});
     auto c = client::open(options_for(server.url()));
     REQUIRE_FALSE(c.ok());
     CHECK(contains(c.error().text, "stream AMQP:"));
-    CHECK(contains(c.error().text, "retention is limits, expected interest"));
-    CHECK(server.api("STREAM.INFO.AMQP")["config"]["retention"] == "limits");
+    CHECK(contains(c.error().text, "retention is workqueue, expected limits"));
+    CHECK(server.api("STREAM.INFO.AMQP")["config"]["retention"] == "workqueue");
   }
   SUBCASE("subjects") {
     server.api("STREAM.CREATE.AMQP", {{"name", "AMQP"}, {"subjects", {"legacy.>"}}, {"retention", "interest"}});
@@ -53,6 +53,18 @@ TEST_CASE("a pre-existing AMQP stream with other retention or subjects is refuse
     CHECK(contains(c.error().text, "subjects are [legacy.>], expected [amqp.>]"));
     CHECK(server.api("STREAM.INFO.AMQP")["config"]["subjects"] == nlohmann::json::array({"legacy.>"}));
   }
+}
+
+TEST_CASE("a stream AMQP an earlier release made with interest retention is opened, and made limits on demand") {
+  nats_server server;
+  server.api("STREAM.CREATE.AMQP", {{"name", "AMQP"}, {"subjects", {"amqp.>"}}, {"retention", "interest"}});
+  auto c = client::open(options_for(server.url()));
+  REQUIRE_MESSAGE(c.ok(), c.error().text);
+  CHECK(server.api("STREAM.INFO.AMQP")["config"]["retention"] == "interest");
+  auto made = (*c)->use_limits_retention();
+  REQUIRE_MESSAGE(made.ok(), made.error().text);
+  CHECK(*made);
+  CHECK(server.api("STREAM.INFO.AMQP")["config"]["retention"] == "limits");
 }
 
 TEST_CASE("open allows message schedules on stream AMQP, also on one made before without them") {
@@ -65,6 +77,9 @@ TEST_CASE("open allows message schedules on stream AMQP, also on one made before
   CHECK(config["allow_rollup_hdrs"] == true);  // what schedules need, the server sets with them
   const auto holder = server.api("CONSUMER.INFO.AMQP.~delayed");
   CHECK(holder["config"]["filter_subject"] == "amqp.~delayed.>");
+  const auto due = server.api("CONSUMER.INFO.AMQP.~due");
+  CHECK(due["config"]["filter_subject"] == "amqp.~due.>");
+  CHECK(due["config"]["ack_policy"] == "explicit");
 }
 
 TEST_CASE("a stream KV_amqp that is not a key-value bucket fails the bucket step") {
@@ -120,12 +135,9 @@ TEST_CASE("a comma-separated URL list dials the first live server") {
   REQUIRE_MESSAGE(c.ok(), c.error().text);
 }
 
-TEST_CASE("open leaves only the delayed holder behind, a queue's filters may overlap without one containing the other") {
+TEST_CASE("open leaves only the delayed consumers behind") {
   nats_server server;
   auto c = client::open(options_for(server.url()));
   REQUIRE_MESSAGE(c.ok(), c.error().text);
-  CHECK(server.api("CONSUMER.NAMES.AMQP", nlohmann::json::object())["consumers"] == nlohmann::json::array({"~delayed"}));
-  // Two topic bindings, `a.*` and `*.b`: both match `a.b`.
-  auto made = (*c)->ensure_queue_consumer("both", {"amqp.x.*.b", "amqp.x.a.*"});
-  CHECK_MESSAGE(made.ok(), made.error().text);
+  CHECK(server.api("CONSUMER.NAMES.AMQP", nlohmann::json::object())["consumers"] == nlohmann::json::array({"~delayed", "~due"}));
 }

@@ -54,7 +54,7 @@ TEST_CASE("ensure_queue_consumer refuses what would be an unfiltered or misnamed
   auto dotted = (*c)->ensure_queue_consumer("a.b", {"amqp.d.x"});
   REQUIRE_FALSE(dotted.ok());
   CHECK(dotted.error().text.find("one subject word") != std::string::npos);
-  CHECK(server.api("CONSUMER.LIST.AMQP", nlohmann::json::object())["total"] == 1);  // the delayed holder
+  CHECK(server.api("CONSUMER.LIST.AMQP", nlohmann::json::object())["total"] == 2);  // the delayed consumers
 }
 
 TEST_CASE("ensure_queue_consumer: filters the server refuses leave no consumer behind") {
@@ -64,7 +64,7 @@ TEST_CASE("ensure_queue_consumer: filters the server refuses leave no consumer b
   // Overlapping filters: JetStream refuses them (the caller normalizes; this one did not).
   auto overlapping = (*c)->ensure_queue_consumer("jobs", {"amqp.t.>", "amqp.t.a"});
   REQUIRE_FALSE(overlapping.ok());
-  CHECK(server.api("CONSUMER.LIST.AMQP", nlohmann::json::object())["total"] == 1);  // the delayed holder
+  CHECK(server.api("CONSUMER.LIST.AMQP", nlohmann::json::object())["total"] == 2);  // the delayed consumers
 }
 
 TEST_CASE("delete_queue_consumer: absent is fine, queue_info of an absent queue is not_found") {

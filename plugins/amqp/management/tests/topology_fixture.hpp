@@ -13,7 +13,7 @@ inline routing::topology orders_topology() {
   t.put_exchange("orders", {routing::exchange_kind::topic, true, false, false});
   routing::queue_def eu;
   eu.durable = true;
-  eu.bindings.push_back({"orders", "eu.#", 0});
+  eu.bindings.push_back({"orders", "eu.#"});
   eu.message_ttl = 60000;
   eu.dead_letter = routing::dead_letter_target{"dlx", std::nullopt};
   t.put_queue("eu", eu);

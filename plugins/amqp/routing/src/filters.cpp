@@ -2,48 +2,17 @@
 
 #include <algorithm>
 
+#include "amqp/subject_match.hpp"
+
 namespace amqp::routing {
-namespace {
-
-// Walks the tokens of a subject without allocating: matching runs once per delivery and filter.
-class token_cursor {
- public:
-  explicit token_cursor(std::string_view text) : rest_(text) {}
-  bool done() const { return done_; }
-  std::string_view next() {
-    auto dot = rest_.find('.');
-    auto token = rest_.substr(0, dot);
-    if (dot == std::string_view::npos) {
-      done_ = true;
-    } else {
-      rest_.remove_prefix(dot + 1);
-    }
-    return token;
-  }
-
- private:
-  std::string_view rest_;
-  bool done_ = false;
-};
-
-}  // namespace
 
 bool subject_matches(std::string_view filter, std::string_view subject) {
-  token_cursor f(filter);
-  token_cursor s(subject);
-  while (!f.done()) {
-    auto want = f.next();
-    if (want == ">") return f.done() && !s.done();
-    if (s.done()) return false;
-    auto got = s.next();
-    if (want != "*" && want != got) return false;
-  }
-  return s.done();
+  return amqp::subject_matches(filter, subject);
 }
 
 bool filter_covers(std::string_view general, std::string_view specific) {
-  token_cursor g(general);
-  token_cursor s(specific);
+  subject_tokens g(general);
+  subject_tokens s(specific);
   while (!g.done()) {
     auto want = g.next();
     // `>` takes one or more tokens, whatever they are (a `>` in `specific` too).

@@ -41,23 +41,7 @@ bool key_reaches(exchange_kind kind, std::string_view exchange, std::string_view
   return filters && matches_any(*filters, subject);
 }
 
-bool admitted_or_unknown(const std::vector<route_window>& windows, std::string_view subject, std::uint64_t seq) {
-  if (admitted(windows, subject, seq)) return true;
-  return std::none_of(windows.begin(), windows.end(),
-                      [&](const route_window& w) { return matches_any(w.filters, subject); });
-}
-
 }  // namespace
-
-bool admitted(const std::vector<route_window>& windows, std::string_view subject, std::uint64_t seq) {
-  return std::any_of(windows.begin(), windows.end(), [&](const route_window& w) {
-    return seq > w.after && (w.until == 0 || seq <= w.until) && matches_any(w.filters, subject);
-  });
-}
-
-bool queue_def::windowed() const {
-  return !retired.empty() || std::any_of(bindings.begin(), bindings.end(), [](const binding& b) { return b.after != 0; });
-}
 
 topology::topology() = default;
 
@@ -273,35 +257,10 @@ const queue_def* topology::find_queue(std::string_view name) const {
 }
 
 std::vector<std::string> topology::queue_filters(std::string_view queue) const {
-  std::vector<std::string> filters;
-  for (auto& w : queue_windows(queue)) filters.insert(filters.end(), w.filters.begin(), w.filters.end());
-  return normalize_filters(std::move(filters));
-}
-
-std::vector<std::string> topology::filters_of(const binding& b) const {
-  const exchange_def* exchange = find_exchange(b.exchange);
-  if (!exchange) return {};
-  // Only valid bindings are stored; a foreign writer's bad one is inert.
-  auto filters = binding_filters(b.exchange, exchange->kind, b.key);
-  return filters ? std::move(*filters) : std::vector<std::string>{};
-}
-
-std::vector<route_window> topology::queue_windows(std::string_view queue) const {
-  const queue_def* def = find_queue(queue);
-  if (!def) return {};
-  std::vector<route_window> windows;
+  if (!find_queue(queue)) return {};
   // The default exchange's binding is derived from the name, never stored.
-  if (auto own = binding_filters("", exchange_kind::direct, queue)) windows.push_back({std::move(*own), 0, 0});
-  for (const auto& b : def->bindings)
-    if (auto filters = filters_of(b); !filters.empty()) windows.push_back({std::move(filters), b.after, 0});
-  for (const auto& r : def->retired) windows.push_back({r.filters, r.after, r.until});
-  return windows;
-}
-
-bool topology::admits(std::string_view queue, std::string_view subject, std::uint64_t seq) const {
-  const queue_def* def = find_queue(queue);
-  // The common case costs nothing: every binding applies to everything the consumer reads.
-  return !def || !def->windowed() || admitted_or_unknown(queue_windows(queue), subject, seq);
+  auto own = binding_filters("", exchange_kind::direct, queue);
+  return own ? std::move(*own) : std::vector<std::string>{};
 }
 
 bool topology::routable(std::string_view exchange, std::string_view routing_key) const {
@@ -355,13 +314,6 @@ std::vector<std::string> topology::queues_reached(std::string_view exchange, std
       return reached;
   }
   return reached;
-}
-
-std::vector<std::string> topology::windowed_queues() const {
-  std::vector<std::string> names;
-  for (const auto& [name, def] : queues_)
-    if (def.windowed()) names.push_back(name);
-  return names;
 }
 
 std::vector<std::string> topology::queues_bound_to(std::string_view exchange) const {

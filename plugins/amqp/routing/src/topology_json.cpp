@@ -29,14 +29,6 @@ std::optional<json> parse_object(std::string_view text) {
   return value;
 }
 
-// Reads an optional stream sequence member; 0 when absent. nullopt when present but not one.
-std::optional<std::uint64_t> sequence(const json& object, const char* name) {
-  auto it = object.find(name);
-  if (it == object.end()) return std::uint64_t{0};
-  if (!it->is_number_unsigned()) return std::nullopt;
-  return it->get<std::uint64_t>();
-}
-
 wire::result<binding> parse_binding(const json& entry) {
   if (!entry.is_object()) return malformed("queue", "a binding is not an object");
   auto exchange = entry.find("exchange");
@@ -46,29 +38,8 @@ wire::result<binding> parse_binding(const json& entry) {
       (key != entry.end() && !key->is_string())) {
     return malformed("queue", "a binding's exchange or key is not a string");
   }
-  auto after = sequence(entry, "after");
-  if (!after) return malformed("queue", "a binding's \"after\" is not a stream sequence");
   return binding{exchange == entry.end() ? std::string() : exchange->get<std::string>(),
-                 key == entry.end() ? std::string() : key->get<std::string>(), *after};
-}
-
-wire::result<retired_binding> parse_retired(const json& entry) {
-  if (!entry.is_object()) return malformed("queue", "a retired binding is not an object");
-  auto filters = entry.find("filters");
-  if (filters == entry.end() || !filters->is_array() || filters->empty())
-    return malformed("queue", "a retired binding has no \"filters\" array");
-  retired_binding out;
-  for (const auto& f : *filters) {
-    if (!f.is_string()) return malformed("queue", "a retired binding's filter is not a string");
-    out.filters.push_back(f.get<std::string>());
-  }
-  auto after = sequence(entry, "after");
-  auto until = sequence(entry, "until");
-  if (!after || !until || *until == 0)
-    return malformed("queue", "a retired binding's \"after\" or \"until\" is not a stream sequence");
-  out.after = *after;
-  out.until = *until;
-  return out;
+                 key == entry.end() ? std::string() : key->get<std::string>()};
 }
 
 // An optional array member parsed entry by entry; null is absent (Go encodes nil as null).
@@ -131,9 +102,7 @@ std::string encode_queue(const queue_def& def) {
   if (!def.bindings.empty()) {
     json bindings = json::array();
     for (const auto& b : def.bindings) {
-      json entry{{"exchange", b.exchange}, {"key", b.key}};
-      if (b.after != 0) entry["after"] = b.after;
-      bindings.push_back(std::move(entry));
+      bindings.push_back(json{{"exchange", b.exchange}, {"key", b.key}});
     }
     value["bindings"] = std::move(bindings);
   }
@@ -152,15 +121,6 @@ std::string encode_queue(const queue_def& def) {
   if (def.declared_type) value["type"] = to_string(*def.declared_type);
   if (def.max_age) value["max_age"] = *def.max_age;
   if (def.max_length_bytes) value["max_length_bytes"] = *def.max_length_bytes;
-  if (!def.retired.empty()) {
-    json retired = json::array();
-    for (const auto& r : def.retired) {
-      json entry{{"filters", r.filters}, {"until", r.until}};
-      if (r.after != 0) entry["after"] = r.after;
-      retired.push_back(std::move(entry));
-    }
-    value["retired"] = std::move(retired);
-  }
   return dump(value);
 }
 
@@ -238,7 +198,6 @@ wire::result<queue_def> parse_queue(std::string_view text) {
     def.single_active_consumer = single->get<bool>();
   }
   if (auto failed = parse_list(*value, "bindings", def.bindings, parse_binding)) return *failed;
-  if (auto failed = parse_list(*value, "retired", def.retired, parse_retired)) return *failed;
   return def;
 }
 

@@ -13,11 +13,11 @@
 //
 // Publishing (publish/publish.cpp). Checks in RabbitMQ's order: `immediate` (540), the exchange exists
 // (404; the bucket is asked on a mirror miss), it is not internal (403), the key is literal
-// (406, routing::publish_subject). A mandatory publish nothing is bound to
-// (topology::routable, an index lookup) is answered by basic.return 312 with the original
-// properties and body and stored nowhere. Everything else goes to `amqp.<exchange>.<key>`,
-// body verbatim, property octets base64 in `Amqp-Props`, and the channel moves on at once
-// (pipelined). Under confirm mode each publish takes the next sequence number and
+// (406, routing::publish_subject). Its plan (publish/route.hpp) names the queues it reaches; a
+// mandatory publish that reaches none is answered by basic.return 312 with the original
+// properties and body and stored nowhere. Each queue reached gets a copy on `amqp._.<queue>`,
+// body verbatim, property octets base64 in `Amqp-Props`, the publish's subject in
+// `Amqp-Routed-As`, and the channel moves on at once (pipelined). Under confirm mode each publish takes the next sequence number and
 // publish_confirms decides which basic.ack/nack frames the bus's answers allow: confirms
 // are sent from the low watermark up, coalesced with `multiple` only over runs of equal
 // outcome, so a client never has a sequence confirmed the wrong way. A bus refusal is a nack
@@ -35,8 +35,8 @@
 // consumer"): what bounds every consumer is the connection's output, while it is backlogged no
 // consumer asks for more.
 //
-// Delivering (deliver/delivery.hpp). exchange/key come from the subject; redelivered = delivered > 1;
-// a quorum queue's redelivery (and its every basic.get-ok) gets `x-delivery-count` = delivered
+// Delivering (deliver/delivery.hpp). exchange/key come from the subject shown (Amqp-Routed-As,
+// else the copy's own); redelivered = delivered > 1; a quorum queue's redelivery (and its every basic.get-ok) gets `x-delivery-count` = delivered
 // - 1 in the headers table, as RabbitMQ's quorum queues add it; a classic queue's never does
 // (its deliveries pass the publisher's octets verbatim). Method + header + body frames are one
 // send; delivery tags are allocated per channel from 1 at the moment the delivery is handed

@@ -158,7 +158,7 @@ class get_request final : public std::enable_shared_from_this<get_request> {
     }
     taken_ = std::move(d);
     s_.ctx.run_on_bus(
-        wire::basic_get::key, [b = &s_.ctx.state(), bus = s_.ctx.bus_ptr(), queue = queue_] { return store::pending_messages(*b, *bus, queue); },
+        wire::basic_get::key, [bus = s_.ctx.bus_ptr(), queue = queue_] { return store::pending_messages(*bus, queue); },
         [weak = weak_from_this()](std::variant<std::uint64_t, bus::bus_error> count) {
           auto self = weak.lock();
           if (!self || !self->taken_) return;

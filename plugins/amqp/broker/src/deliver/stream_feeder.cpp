@@ -55,11 +55,6 @@ void stream_feeder::on_delivery(bus::delivery d) {
     bus_->nak(d.reply);
     return;
   }
-  // Outside the queue's windows (bound after it was stored, or unbound before): not the queue's.
-  if (!owner->rules_for(queue_, d).routed) {
-    bus_->ack(d.reply);
-    return pump();
-  }
   ++copying_;
   std::weak_ptr<stream_feeder> weak = weak_from_this();
   auto done = [weak, bus = bus_, reply = d.reply](bus::bus_status outcome) {

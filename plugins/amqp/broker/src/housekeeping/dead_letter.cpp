@@ -7,10 +7,12 @@
 #include <span>
 #include <variant>
 
+#include "amqp/bus/base64.hpp"
 #include "amqp/routing/subject.hpp"
 #include "amqp/routing/topology.hpp"
 #include "amqp/wire/codec.hpp"
 #include "channel/channel_context.hpp"
+#include "publish/route.hpp"
 
 namespace amqp::broker {
 namespace {
@@ -79,57 +81,32 @@ std::optional<dead_letter_plan> plan_for(const broker& b, const std::string& que
   });
 }
 
-// The subjects the copy is published to: the route's own, or, when it would bring the copy back
-// round a cycle to some queue, each other queue's default binding. Empty: nowhere to go.
-std::vector<std::string> subjects_for(const dead_letter_plan& plan, const wire::basic_properties& props,
-                                      std::string& refusal) {
-  std::vector<std::string> others;
+// The queues the copy goes to: each the route reaches, less those it would bring back round a
+// cycle.
+std::vector<std::string> queues_for(const dead_letter_plan& plan, const wire::basic_properties& props) {
+  std::vector<std::string> queues;
   for (const auto& q : plan.reached)
-    if (!completes_cycle(props, q)) others.push_back(q);
-  if (others.size() == plan.reached.size()) {
-    auto subject = routing::publish_subject(plan.exchange, plan.routing_key);
-    if (!subject) {
-      refusal = subject.error().text;
-      return {};
-    }
-    return {*subject};
-  }
-  std::vector<std::string> subjects;
-  for (const auto& q : others) subjects.push_back(*routing::publish_subject("", q));
-  return subjects;
+    if (!completes_cycle(props, q)) queues.push_back(q);
+  return queues;
 }
 
-// Publishes every copy; the original is termed once all are stored, or goes back to the queue.
-// The queues the copies reach may expire them at their head (expiry.hpp): a TTL on the
-// dead-letter queue is how a delayed retry is made.
-void expect_expiries(broker& b, const std::vector<std::string>& subjects, const std::string& property_octets) {
-  for (const auto& subject : subjects)
-    if (auto addr = routing::split_subject(subject)) b.expect_expiries(addr->exchange, addr->routing_key, property_octets);
-}
-
-void publish_copies(const std::shared_ptr<bus::client>& bus, const boost::asio::any_io_executor& ex,
-                    const std::vector<std::string>& subjects, const std::string& property_octets,
-                    const std::string& body, std::string reply, std::function<void()> settled) {
-  struct pending {
-    std::size_t left;
-    bool stored = true;
-    std::string reply;
-    std::function<void()> settled;
-  };
-  auto state = std::make_shared<pending>(pending{subjects.size(), true, std::move(reply), std::move(settled)});
-  const auto props_b64 = bus::base64_encode(property_octets);
-  for (const auto& subject : subjects) {
-    bus->publish(subject, props_b64, body, {}, ex, [bus, state](bus::bus_status stored) {
-      state->stored = state->stored && stored.ok();
-      if (--state->left != 0) return;
-      if (state->stored) {
-        bus->term(state->reply);
-      } else {
-        bus->nak(state->reply);  // dead-lettered again when it comes back
-      }
-      if (state->settled) state->settled();
-    });
-  }
+// Stores one copy per queue (route.hpp); the original is termed once all are stored, or goes back
+// to the queue (dead-lettered again when it comes back). The queues the copies reach may expire
+// them at their head (expiry.hpp): a TTL on the dead-letter queue is how a delayed retry is made.
+void store_dead_letter(broker& b, const boost::asio::any_io_executor& ex, const std::vector<std::string>& queues,
+                       const std::string& routed_as, const std::string& property_octets, std::string body,
+                       std::string reply, std::function<void()> settled) {
+  b.expect_expiries(queues, property_octets);
+  auto bus = b.bus_ptr();
+  publish_copies(*bus, ex, queues, bus::base64_encode(property_octets), std::move(body), routed_as,
+                 [bus, reply = std::move(reply), settled = std::move(settled)](bus::bus_status stored) {
+                   if (stored) {
+                     bus->term(reply);
+                   } else {
+                     bus->nak(reply);
+                   }
+                   if (settled) settled();
+                 });
 }
 
 }  // namespace
@@ -202,12 +179,7 @@ std::optional<std::uint64_t> expiry_of(const bus::delivery& d, std::optional<std
 
 bool passed_over(broker& b, boost::asio::any_io_executor ex, const std::string& queue, bus::delivery& d,
                  std::function<void()> settled) {
-  const auto rules = b.rules_for(queue, d);
-  if (!rules.routed) {
-    b.bus().ack(d.reply);
-    if (settled) settled();
-    return true;
-  }
+  const auto rules = b.rules_for(queue);
   std::optional<death_reason> why;
   if (const auto expiry = expiry_of(d, rules.message_ttl); expiry && wall_clock_ms() > *expiry) {
     why = death_reason::expired;
@@ -230,6 +202,7 @@ void give_up(broker& b, boost::asio::any_io_executor ex, const std::string& queu
   const auto plan = plan_for(b, queue, addr.routing_key);
   // No dead-letter exchange, or one that does not exist: RabbitMQ drops the message.
   if (!plan || !plan->exchange_exists) return term();
+  const auto routed_as = routing::publish_subject(plan->exchange, plan->routing_key);
   wire::basic_properties props;
   if (!d.amqp_props.empty()) {
     auto decoded = wire::decode_properties(
@@ -238,24 +211,22 @@ void give_up(broker& b, boost::asio::any_io_executor ex, const std::string& queu
       // A bus-native writer's odd octets: the copy keeps them as they are, without a history.
       b.warn("dead-lettering from queue '" + queue + "': " + decoded.error().text +
              "; the copy keeps the original properties");
-      auto subject = routing::publish_subject(plan->exchange, plan->routing_key);
-      if (!subject) return term();
-      expect_expiries(b, {*subject}, d.amqp_props);
-      return publish_copies(bus, ex, {*subject}, d.amqp_props, d.body, std::move(d.reply), std::move(settled));
+      if (!routed_as) return term();
+      return store_dead_letter(b, ex, plan->reached, *routed_as, d.amqp_props, std::move(d.body), std::move(d.reply),
+                               std::move(settled));
     }
     props = std::move(*decoded);
   }
   add_death(props, death{queue, why, addr.exchange, {addr.routing_key}, wall_clock_ms() / 1000});
-  std::string refusal;
-  const auto subjects = subjects_for(*plan, props, refusal);
-  if (!refusal.empty()) {
-    b.warn("dead-lettering from queue '" + queue + "' to exchange '" + plan->exchange + "': " + refusal +
+  if (!routed_as) {
+    b.warn("dead-lettering from queue '" + queue + "' to exchange '" + plan->exchange + "': " + routed_as.error().text +
            "; the message was dropped");
+    return term();
   }
-  if (subjects.empty()) return term();  // every queue it would reach is a cycle
-  auto octets = wire::encode_properties(props);
-  expect_expiries(b, subjects, octets);
-  publish_copies(bus, ex, subjects, octets, d.body, std::move(d.reply), std::move(settled));
+  const auto queues = queues_for(*plan, props);
+  if (queues.empty()) return term();  // every queue it would reach is a cycle
+  store_dead_letter(b, ex, queues, *routed_as, wire::encode_properties(props), std::move(d.body), std::move(d.reply),
+                    std::move(settled));
 }
 
 void give_up_rejected(broker& b, boost::asio::any_io_executor ex, const std::string& queue, std::string reply,

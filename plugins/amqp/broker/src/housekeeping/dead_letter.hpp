@@ -50,8 +50,7 @@ std::uint64_t wall_clock_ms();
 // lower of its `expiration` and the queue's x-message-ttl after it was stored. nullopt: never.
 std::optional<std::uint64_t> expiry_of(const bus::delivery& d, std::optional<std::uint64_t> queue_ttl);
 
-// A message the queue's consumer read that its client must never see, settled here: not routed
-// to the queue (broker::rules_for: acked unseen); or waited in it longer than its `expiration`
+// A message the queue's consumer read that its client must never see, settled here: it waited in it longer than its `expiration`
 // or the queue's x-message-ttl allows (RabbitMQ checks that when a message reaches the queue's
 // head), or was returned to it more often than its x-delivery-limit allows: the queue gives it
 // up. True when the caller must not deliver it. `settled`, when given, runs once d.reply is

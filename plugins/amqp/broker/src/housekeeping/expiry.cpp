@@ -187,9 +187,7 @@ expiry_sweeper::message_expiry expiry_sweeper::expiry_from(broker& b, const std:
     }
     auto message = b.bus().read_message((*next)->seq);
     if (!message) return {true, false, std::nullopt};
-    const auto rules = b.rules_for(queue, *message);
-    if (!rules.routed) return {false, true, 0};  // no longer the queue's: acked unseen once taken
-    return {false, true, expiry_of(*message, rules.message_ttl)};
+    return {false, true, expiry_of(*message, b.rules_for(queue).message_ttl)};
   }
 }
 

@@ -85,7 +85,7 @@ std::vector<length_limit> limits_reached(const broker& b, std::string_view excha
   });
 }
 
-counts_or_failure ready_counts(broker& b, bus::client& bus, const std::vector<std::string>& queues, bool for_dropping) {
+counts_or_failure ready_counts(bus::client& bus, const std::vector<std::string>& queues, bool for_dropping) {
   std::vector<std::uint64_t> counts;
   for (const auto& q : queues) {
     auto info = bus.queue_info(routing::consumer_name(q));
@@ -95,9 +95,7 @@ counts_or_failure ready_counts(broker& b, bus::client& bus, const std::vector<st
     }
     if (!info) return info.error();
     if (for_dropping) info->num_ack_pending = info->held_here;  // nothing counted requeued
-    auto n = store::message_count(b, bus, q, *info);
-    if (auto* f = std::get_if<bus::bus_error>(&n)) return *f;
-    counts.push_back(std::get<std::uint64_t>(n));
+    counts.push_back(info->ready());
   }
   return counts;
 }

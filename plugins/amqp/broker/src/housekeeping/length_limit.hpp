@@ -40,7 +40,7 @@ std::vector<length_limit> limits_reached(const broker& b, std::string_view excha
 // message within the limit, so a drop-head queue holding requeued messages may exceed its limit by
 // those instead.
 using counts_or_failure = std::variant<std::vector<std::uint64_t>, bus::bus_error>;
-counts_or_failure ready_counts(broker& b, bus::client& bus, const std::vector<std::string>& queues, bool for_dropping);
+counts_or_failure ready_counts(bus::client& bus, const std::vector<std::string>& queues, bool for_dropping);
 
 // Takes up to `n` messages off the head of `queue`, each given up as `maxlen` (dead-lettered, or
 // dropped); then `done` runs on `ex`, which must be serial (a strand). Stops early when the queue

@@ -15,6 +15,7 @@ namespace amqp::broker {
 namespace {
 
 constexpr std::string_view delay_header = "x-delay";
+constexpr std::string_view publish_root = "amqp.";  // every publish subject's (routing::publish_subject)
 
 wire::refusal refused(std::string why) {
   return wire::refusal{wire::reply_code::precondition_failed,
@@ -71,6 +72,16 @@ wire::result<std::optional<delayed_publish>> read_delay(const std::string& prope
 
 std::string delayed_subject_prefix(const std::string& exchange) {
   return std::string{bus::delayed_subject_root} + "." + routing::exchange_word(exchange);
+}
+
+std::string due_subject(std::string_view publish_subject) {
+  return std::string{bus::due_subject_root} + "." + std::string{publish_subject.substr(publish_root.size())};
+}
+
+std::optional<routing::address> due_address(std::string_view due_subject) {
+  const std::string root = std::string{bus::due_subject_root} + ".";
+  if (!due_subject.starts_with(root)) return std::nullopt;
+  return routing::split_subject(std::string{publish_root} + std::string{due_subject.substr(root.size())});
 }
 
 }  // namespace amqp::broker

@@ -3,12 +3,15 @@
 // an x-delayed-message exchange with an x-delay header of N > 0 milliseconds is routed N ms later,
 // by the bindings in force then. Here the stream keeps it as a message schedule
 // (bus::client::publish_delayed): stored and replicated like any message, it survives a restart
-// of `cloud` and the loss of a bus node, as the plugin's single-node table does not.
+// of `cloud` and the loss of a bus node, as the plugin's single-node table does not. When due, the
+// server stores it on its due subject, and a replica's router (due_router.hpp) routes it then.
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
+#include "amqp/routing/subject.hpp"
 #include "amqp/wire/result.hpp"
 
 namespace amqp::broker {
@@ -29,5 +32,11 @@ wire::result<std::optional<delayed_publish>> read_delay(const std::string& prope
 
 // The stream subjects an exchange's delayed messages wait under: "amqp.~delayed.<exchange word>".
 std::string delayed_subject_prefix(const std::string& exchange);
+
+// Where a delayed publish to `publish_subject` (amqp.<exchange word>[.<key>]) is stored when due:
+// "amqp.~due.<exchange word>[.<key>]".
+std::string due_subject(std::string_view publish_subject);
+// The exchange and routing key a due subject names; nullopt when it is none.
+std::optional<routing::address> due_address(std::string_view due_subject);
 
 }  // namespace amqp::broker

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
-#include <set>
 #include <variant>
 
 #include "amqp/bus/base64.hpp"
@@ -13,6 +12,8 @@
 #include "channel/basic.hpp"
 #include "housekeeping/dead_letter.hpp"
 #include "publish/delayed_delivery.hpp"
+#include "publish/publish_permission.hpp"
+#include "publish/route.hpp"
 #include "deliver/delivery.hpp"
 #include "channel/handler_support.hpp"
 #include "housekeeping/length_limit.hpp"
@@ -31,11 +32,6 @@ std::optional<routing::exchange_def> exchange_in_mirror(channel_context& ctx, co
     if (const auto* def = t.find_exchange(name)) return *def;
     return std::nullopt;
   });
-}
-
-bool routable(channel_context& ctx, const std::string& exchange, const std::string& key) {
-  return ctx.state().read_topology(
-      [&](const routing::topology& t) { return t.routable(exchange, key); });
 }
 
 // A publish's fate, for its confirm; a stored one counts as confirmed.
@@ -117,9 +113,11 @@ void publish_done(basic_state& s, std::uint64_t seq, std::size_t cost, const bus
 }
 
 // A publish is handed to the bus: it counts in flight (publish_done counts it out) and bounds the
-// connection's reading. Returns its cost, which publish_done is given back.
-std::size_t count_in_flight(basic_state& s, const std::string& property_octets, const std::string& body) {
-  const std::size_t cost = property_octets.size() + body.size() + publish_overhead;
+// connection's reading. Returns its cost, which publish_done is given back; each copy the bus
+// holds costs its content.
+std::size_t count_in_flight(basic_state& s, const std::string& property_octets, const std::string& body,
+                            std::size_t copies = 1) {
+  const std::size_t cost = (property_octets.size() + body.size()) * std::max<std::size_t>(copies, 1) + publish_overhead;
   ++s.publishes_in_flight;
   s.publish_cost_in_flight += cost;
   s.ctx.port().publish_handed(cost);
@@ -204,15 +202,16 @@ void publish_direct_reply(basic_state& s, const wire::basic_publish& m, std::str
 
 struct limited_publish {
   wire::basic_publish method;
-  std::string subject;
+  std::string subject;  // what the publish named, for the operator's reports
   std::string property_octets;
   std::string body;
   std::uint64_t seq = 0;
-  std::vector<length_limit> limits;
+  publish_plan plan;
 };
 
 const length_limit& limit_of(const limited_publish& p, const std::string& queue) {
-  return *std::find_if(p.limits.begin(), p.limits.end(), [&](const length_limit& l) { return l.queue == queue; });
+  const auto& limits = p.plan.limits;
+  return *std::find_if(limits.begin(), limits.end(), [&](const length_limit& l) { return l.queue == queue; });
 }
 
 std::vector<std::string> queues_with(const std::vector<length_limit>& limits, bool drop_head) {
@@ -225,8 +224,8 @@ std::vector<std::string> queues_with(const std::vector<length_limit>& limits, bo
 // The ready count of each queue, from the bus; nullopt when the bus failed (the channel with it).
 task<std::optional<std::vector<std::uint64_t>>> counted(basic_state& s, std::vector<std::string> queues,
                                                         bool for_dropping) {
-  auto count = [b = &s.ctx.state(), bus = s.ctx.bus_ptr(), queues, for_dropping] {
-    return ready_counts(*b, *bus, queues, for_dropping);
+  auto count = [bus = s.ctx.bus_ptr(), queues, for_dropping] {
+    return ready_counts(*bus, queues, for_dropping);
   };
   auto counts = co_await s.ctx.on_bus(during, std::move(count));
   if (auto* f = std::get_if<bus::bus_error>(&counts)) {
@@ -236,23 +235,22 @@ task<std::optional<std::vector<std::uint64_t>>> counted(basic_state& s, std::vec
   co_return std::get<std::vector<std::uint64_t>>(std::move(counts));
 }
 
-// Hands one copy to the bus (counted in flight until publish_done) and resumes with its answer.
-// `routed_as`: the subject the publish named, for a copy stored under a queue's own.
-task<bus::bus_status> stored(basic_state& s, std::string subject, const std::string& property_octets,
-                             const std::string& body, std::string routed_as) {
-  const std::size_t cost = count_in_flight(s, property_octets, body);
-  auto send = [&s, &property_octets, &body, subject, routed_as](std::function<void(bus::bus_status)> done) {
-    s.ctx.bus().publish(subject, bus::base64_encode(property_octets), body, routed_as, s.ctx.executor(),
-                        std::move(done));
+// Hands the copies for `queues` to the bus (counted in flight until publish_done) and resumes with
+// the answer: ok once every copy is stored.
+task<bus::bus_status> stored(basic_state& s, const limited_publish& p, std::vector<std::string> queues) {
+  const std::size_t cost = count_in_flight(s, p.property_octets, p.body, queues.size());
+  auto send = [&s, &p, queues = std::move(queues)](std::function<void(bus::bus_status)> done) {
+    publish_copies(s.ctx.bus(), s.ctx.executor(), queues, bus::base64_encode(p.property_octets), p.body,
+                   p.plan.routed_as, std::move(done));
   };
   auto answer = co_await until_called<bus::bus_status>(s.ctx, std::move(send));
-  publish_done(s, 0, cost, answer, subject);
+  publish_done(s, 0, cost, answer, p.subject);
   co_return answer;
 }
 
 // Every drop-head queue of `p` trimmed to its limit; false when the bus failed (the channel with it).
 task<bool> trimmed(basic_state& s, const limited_publish& p) {
-  const auto queues = queues_with(p.limits, true);
+  const auto queues = queues_with(p.plan.limits, true);
   if (queues.empty()) co_return true;
   auto ready = co_await counted(s, queues, true);
   if (!ready) co_return false;
@@ -279,15 +277,11 @@ task<> reject(basic_state& s, std::shared_ptr<limited_publish> p, std::vector<st
     never_stored.body = p->body;
     give_up(b, s.ctx.executor(), q, death_reason::maxlen, std::move(never_stored));
   }
-  const auto reached =
-      b.read_topology([&](const routing::topology& t) { return t.queues_reached(p->method.exchange, p->method.routing_key); });
-  bool any = false;
-  for (const auto& q : reached) {
-    if (std::find(full.begin(), full.end(), q) != full.end()) continue;
-    any = true;
-    auto subject = *routing::publish_subject("", q);
-    co_await stored(s, std::move(subject), p->property_octets, p->body, p->subject);
-  }
+  std::vector<std::string> others;
+  for (const auto& q : p->plan.queues)
+    if (std::find(full.begin(), full.end(), q) == full.end()) others.push_back(q);
+  const bool any = !others.empty();
+  if (any) co_await stored(s, *p, std::move(others));
   // Once every other queue has its copy, the drop-head ones among them are trimmed as usual.
   if (any) {
     const bool trim_done = co_await trimmed(s, *p);
@@ -300,7 +294,7 @@ task<> reject(basic_state& s, std::shared_ptr<limited_publish> p, std::vector<st
 // channel's next method (its turn) until decided, so the next ones see its effect.
 task<> publish_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
   co_await publishes_answered(s.ctx);
-  const auto judged = queues_with(p->limits, false);
+  const auto judged = queues_with(p->plan.limits, false);
   if (!judged.empty()) {
     auto ready = co_await counted(s, judged, false);
     if (!ready) co_return;
@@ -313,10 +307,10 @@ task<> publish_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
     }
   }
   // Confirmed once the drop-head queues it reached are trimmed.
-  const std::size_t cost = count_in_flight(s, p->property_octets, p->body);
+  const std::size_t cost = count_in_flight(s, p->property_octets, p->body, p->plan.queues.size());
   auto send = [&s, p](std::function<void(bus::bus_status)> done) {
-    s.ctx.bus().publish(p->subject, bus::base64_encode(p->property_octets), p->body, {}, s.ctx.executor(),
-                        std::move(done));
+    publish_copies(s.ctx.bus(), s.ctx.executor(), p->plan.queues, bus::base64_encode(p->property_octets), p->body,
+                   p->plan.routed_as, std::move(done));
   };
   auto answer = co_await until_called<bus::bus_status>(s.ctx, std::move(send));
   if (answer && !s.ctx.is_closed()) {
@@ -346,68 +340,29 @@ std::function<void(bus::bus_status)> on_answer(basic_state& s, std::uint64_t seq
   };
 }
 
-void store_on_bus(basic_state& s, publish_request p, const std::string& subject, std::uint64_t seq) {
+// The publish's copies handed to the bus, pipelined: it is confirmed once every copy is stored.
+void store_copies(basic_state& s, publish_request p, const std::string& subject, const publish_plan& plan,
+                  std::uint64_t seq) {
   auto& chan = s.ctx;
-  const std::size_t cost = count_in_flight(s, p.property_octets, p.body);
-  chan.bus().publish(subject, bus::base64_encode(p.property_octets), std::move(p.body), {}, chan.executor(),
-                     on_answer(s, seq, cost, subject));
+  const std::size_t cost = count_in_flight(s, p.property_octets, p.body, plan.queues.size());
+  publish_copies(chan.bus(), chan.executor(), plan.queues, bus::base64_encode(p.property_octets), std::move(p.body),
+                 plan.routed_as, on_answer(s, seq, cost, subject));
 }
 
 // A delayed-message exchange's publish (delayed_delivery.hpp): the stream stores it now, as a
-// schedule, and the confirm says so; it reaches the queues bound when its delay ends. mandatory
-// returns it at once, as the plugin does: nothing is routed at publish.
+// schedule, and the confirm says so; when its delay ends a router (due_router.hpp) routes it by the
+// bindings of that moment, and tells the expiry sweeper. mandatory returns it at once, as the
+// plugin does: nothing is routed at publish.
 void store_delayed(basic_state& s, publish_request p, const std::string& subject, delayed_publish delayed,
                    std::uint64_t seq) {
   auto& chan = s.ctx;
   const auto& m = p.m;
   if (m.mandatory) return_unroutable(chan, m, p.property_octets, p.body);
-  chan.state().expect_expiries(m.exchange, m.routing_key, delayed.property_octets, delayed.delay);
   const std::size_t cost = count_in_flight(s, delayed.property_octets, p.body);
   const auto at = std::chrono::system_clock::now() + delayed.delay;
-  chan.bus().publish_delayed(subject, delayed_subject_prefix(m.exchange), at, bus::base64_encode(delayed.property_octets),
-                             std::move(p.body), chan.executor(), on_answer(s, seq, cost, subject));
-}
-
-// Sender-selected distribution (sender_selected.hpp): the publish is stored under its own subject
-// for the queues its routing key reaches, and one copy goes to each other queue a CC or BCC key
-// reaches, under that queue's own subject (its implicit default-exchange binding), showing the
-// publish's exchange and routing key when delivered. Confirmed once every copy is stored; it holds
-// the channel's next method until then.
-task<> publish_selected(basic_state& s, publish_request p, std::string subject, std::vector<std::string> keys,
-                        std::uint64_t seq) {
-  auto& chan = s.ctx;
-  const auto& m = p.m;
-  std::vector<std::string> own;
-  std::vector<std::string> others;
-  chan.state().read_topology([&](const routing::topology& t) {
-    own = t.queues_reached(m.exchange, m.routing_key);
-    std::set<std::string> reached(own.begin(), own.end());
-    for (const auto& key : keys)
-      for (auto& q : t.queues_reached(m.exchange, key))
-        if (reached.insert(q).second) others.push_back(std::move(q));
-    return true;
-  });
-  if (own.empty() && others.empty()) {
-    if (m.mandatory) return_unroutable(chan, m, p.property_octets, p.body);
-    if (seq != 0) confirm_now(s, record_outcome(s, seq, publish_confirms::outcome::ack));
-    co_return;
-  }
-  chan.state().expect_expiries(m.exchange, m.routing_key, p.property_octets);
-  for (const auto& key : keys) chan.state().expect_expiries(m.exchange, key, p.property_octets);
-  bool all_stored = true;
-  if (!own.empty()) {
-    const std::string as_published;  // stored under its own subject
-    auto answer = co_await stored(s, subject, p.property_octets, p.body, as_published);
-    all_stored = all_stored && answer.ok();
-  }
-  for (const auto& q : others) {
-    auto copy_subject = *routing::publish_subject("", q);
-    auto answer = co_await stored(s, std::move(copy_subject), p.property_octets, p.body, subject);
-    all_stored = all_stored && answer.ok();
-  }
-  if (seq != 0) {
-    confirm_now(s, record_outcome(s, seq, all_stored ? publish_confirms::outcome::ack : publish_confirms::outcome::nack));
-  }
+  chan.bus().publish_delayed(due_subject(subject), delayed_subject_prefix(m.exchange), at,
+                             bus::base64_encode(delayed.property_octets), std::move(p.body), chan.executor(),
+                             on_answer(s, seq, cost, subject));
 }
 
 // CC or BCC keys with what their copies cannot honour exactly: refused, naming the remedy.
@@ -439,30 +394,37 @@ void not_routed(basic_state& s, const publish_request& p, std::uint64_t seq) {
   if (seq != 0) confirm_now(s, record_outcome(s, seq, publish_confirms::outcome::ack));
 }
 
-void store_routed(basic_state& s, publish_request p, const std::string& subject, std::uint64_t seq, turn publish_turn) {
+void store_routed(basic_state& s, publish_request p, const std::string& subject, publish_plan plan, std::uint64_t seq,
+                  turn publish_turn) {
   auto& chan = s.ctx;
-  const auto& m = p.m;
-  chan.state().expect_expiries(m.exchange, m.routing_key, p.property_octets);
-  if (auto limits = limits_reached(chan.state(), m.exchange, m.routing_key); !limits.empty()) {
+  chan.state().expect_expiries(plan.queues, p.property_octets);
+  if (!plan.limits.empty()) {
     auto limited = std::make_shared<limited_publish>(
-        limited_publish{m, subject, std::move(p.property_octets), std::move(p.body), seq, std::move(limits)});
+        limited_publish{p.m, subject, std::move(p.property_octets), std::move(p.body), seq, std::move(plan)});
     return chan.spawn(during, publish_limited(s, std::move(limited)), std::move(publish_turn));
   }
-  store_on_bus(s, std::move(p), subject, seq);
+  store_copies(s, std::move(p), subject, plan, seq);
 }
 
-// A mandatory publish to a queue the mirror lacks: it may be another replica's, its declaration
-// still on its way here (the mirror's watch lags), so the bucket says, as for an exchange.
-task<> publish_after_queue_lookup(basic_state& s, publish_request p, std::string subject, std::uint64_t seq,
-                                  turn publish_turn) {
-  auto key = routing::queue_key(p.m.routing_key);
+// A publish through the default exchange to a queue the mirror lacks: it may be another replica's,
+// its declaration still on its way here (the mirror's watch lags), so the bucket says, as for an
+// exchange. A queue that does not exist takes nothing: the stream would keep it for nobody.
+task<> publish_after_queue_lookup(basic_state& s, publish_request p, std::string subject, publish_plan plan,
+                                  std::uint64_t seq, turn publish_turn) {
+  auto key = routing::queue_key(*plan.unknown_queue);
   auto present = co_await entry_present(s.ctx, false, std::move(key), during);
   if (!present) co_return;  // the bus failed: the channel is closed
-  if (!*present || !routable(s.ctx, "", p.m.routing_key)) {
+  if (*present) {
+    auto known = plan_publish(s.ctx.state(), "", p.m.routing_key);  // its limits, now the mirror has it
+    plan.queues.insert(std::lower_bound(plan.queues.begin(), plan.queues.end(), *plan.unknown_queue),
+                       *plan.unknown_queue);
+    plan.limits.insert(plan.limits.end(), known.limits.begin(), known.limits.end());
+  }
+  if (plan.queues.empty()) {
     not_routed(s, p, seq);
     co_return;
   }
-  store_routed(s, std::move(p), subject, seq, std::move(publish_turn));
+  store_routed(s, std::move(p), subject, std::move(plan), seq, std::move(publish_turn));
 }
 
 // The publish, once its exchange is known to exist. It carries the turn only while a length
@@ -502,19 +464,17 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
   const bool to_nothing =
       !subject && def.kind != routing::exchange_kind::fanout && routing::blank_publish_key(m.routing_key);
   if (!subject && !to_nothing) return chan.refuse(subject.error(), during);
+  if (subject && publish_denied(chan, *subject)) return;
   const std::uint64_t seq = next_seq();
   if (delayed && subject) return store_delayed(s, std::move(p), *subject, std::move(*delayed), seq);
-  if (!selected->keys.empty()) {
-    auto keys = std::move(selected->keys);
-    return chan.spawn(during, publish_selected(s, std::move(p), *subject, std::move(keys), seq), std::move(publish_turn));
-  }
   if (to_nothing) return not_routed(s, p, seq);
-  if (m.mandatory && !routable(chan, m.exchange, m.routing_key)) {
-    if (!m.exchange.empty()) return not_routed(s, p, seq);
-    return chan.spawn(during, publish_after_queue_lookup(s, std::move(p), *subject, seq, publish_turn),
+  auto plan = plan_publish(chan.state(), m.exchange, m.routing_key, selected->keys);
+  if (plan.unknown_queue) {
+    return chan.spawn(during, publish_after_queue_lookup(s, std::move(p), *subject, std::move(plan), seq, publish_turn),
                       publish_turn);
   }
-  store_routed(s, std::move(p), *subject, seq, std::move(publish_turn));
+  if (plan.queues.empty()) return not_routed(s, p, seq);
+  store_routed(s, std::move(p), *subject, std::move(plan), seq, std::move(publish_turn));
 }
 
 // The exchange a publish names, once the bus said whether it exists; nullopt once refused.

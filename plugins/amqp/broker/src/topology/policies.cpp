@@ -58,7 +58,7 @@ class policy_trim : public std::enable_shared_from_this<policy_trim> {
     });
     std::uint64_t excess = 0;
     if (limit && ++rounds_ <= most_rounds) {
-      auto counts = ready_counts(*b, b->bus(), {queue_}, /*for_dropping=*/true);
+      auto counts = ready_counts(b->bus(), {queue_}, /*for_dropping=*/true);
       if (auto* f = std::get_if<bus::bus_error>(&counts)) {
         b->warn("trimming queue '" + queue_ + "' to the length limit a policy set: " + f->text +
                 "; it is trimmed at its next publish");

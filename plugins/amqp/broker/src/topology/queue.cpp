@@ -83,7 +83,7 @@ task<bool> queue_there(channel_context& ctx, const std::string& name, wire::meth
 // creating it).
 count_or_failure pending_or_heal(broker& b, bus::client& bus, const std::string& queue) {
   auto info = bus.queue_info(routing::consumer_name(queue));
-  if (info) return store::message_count(b, bus, queue, *info);
+  if (info) return info->ready();
   if (info.error().kind != bus::bus_errc::not_found) return info.error();
   if (auto failed = store::converge_consumer(b, bus, queue)) return *failed;
   return std::uint64_t{0};
@@ -381,9 +381,9 @@ task<> delete_queue(channel_context& ctx, std::string queue, wire::queue_delete_
   broker* b = &ctx.state();
   const bool stream = b->type_of(queue) == routing::queue_type::stream;
   // RabbitMQ answers 0 for a stream queue, whatever it held.
-  auto count_pending = [b, bus = ctx.bus_ptr(), queue, stream]() -> count_or_failure {
+  auto count_pending = [bus = ctx.bus_ptr(), queue, stream]() -> count_or_failure {
     if (stream) return std::uint64_t{0};
-    return store::pending_messages(*b, *bus, queue);
+    return store::pending_messages(*bus, queue);
   };
   auto pending = co_await ctx.on_bus(key, std::move(count_pending));
   if (auto* f = std::get_if<bus::bus_error>(&pending)) co_return bus_failed(ctx, *f, key);

@@ -153,13 +153,6 @@ std::optional<bus::bus_error> converge_consumer(broker& b, bus::client& bus, con
 
 namespace {
 
-// Moves what a binding routed into the queue's retired list (the caller erases the binding).
-void retire(routing::queue_def& def, const routing::binding& x, routing::exchange_kind kind, std::uint64_t until) {
-  auto filters = routing::binding_filters(x.exchange, kind, x.key);
-  if (!filters || until <= x.after) return;  // nothing can have been routed through it
-  def.retired.push_back(routing::retired_binding{std::move(*filters), x.after, until});
-}
-
 // The bucket as it is now, as a topology of its own (the mirror is left alone: its watch
 // still has to see each change to tell consumers of a queue deleted elsewhere).
 std::variant<routing::topology, bus::bus_error> read_bucket(bus::client& bus) {
@@ -203,12 +196,6 @@ std::variant<std::vector<std::string>, bus::bus_error> drop_own_messages(bus::cl
   return *own;
 }
 
-bool only_own_subjects(std::vector<std::string> filters, std::vector<std::string> own) {
-  std::sort(filters.begin(), filters.end());
-  std::sort(own.begin(), own.end());
-  return std::includes(own.begin(), own.end(), filters.begin(), filters.end());
-}
-
 std::optional<bus::bus_error> delete_key(bus::client& bus, const std::string& key) {
   if (auto gone = bus.kv_delete(key); !gone && gone.error().kind != bus::bus_errc::not_found) {
     return gone.error();
@@ -239,165 +226,40 @@ std::variant<bool, bus::bus_error> exchange_in_use(bus::client& bus, const std::
   return std::get<routing::topology>(bucket).has_bindings(exchange);
 }
 
-std::optional<bus::bus_error> drop_exchange_bindings(broker& b, bus::client& bus, const std::string& exchange,
-                                              std::optional<routing::exchange_kind> kind) {
+std::optional<bus::bus_error> drop_exchange_bindings(broker& b, bus::client& bus, const std::string& exchange) {
   // The bucket's list: bindings another replica wrote a moment ago go too.
   auto bucket = read_bucket(bus);
   if (auto* f = std::get_if<bus::bus_error>(&bucket)) return *f;
-  const auto queues = std::get<routing::topology>(bucket).queues_bound_to(exchange);
-  if (queues.empty()) return std::nullopt;
-  auto until = bus.last_sequence();
-  if (!until) return until.error();
-  for (const auto& queue : queues) {
-    bus::kv_entry entry;
+  for (const auto& queue : std::get<routing::topology>(bucket).queues_bound_to(exchange)) {
     auto updated = update_queue(b, bus, queue, [&](routing::queue_def& def) {
-      auto before = def.bindings.size();
-      std::erase_if(def.bindings, [&](const routing::binding& x) {
-        if (x.exchange != exchange) return false;
-        if (kind) retire(def, x, *kind, *until);
-        return true;
-      });
-      return def.bindings.size() != before;
-    }, &entry);
+      return std::erase_if(def.bindings, [&](const routing::binding& x) { return x.exchange == exchange; }) != 0;
+    });
     if (auto* f = std::get_if<bus::bus_error>(&updated)) return *f;
-    if (auto f = converge_consumer(b, bus, queue, &entry)) return f;
   }
   return std::nullopt;
 }
 
-namespace {
-
-// Where a new binding's window ends: the stream's last sequence, or 0 (no window) when the
-// queue's consumer has passed it already, as a freshly declared queue's has.
-std::variant<std::uint64_t, bus::bus_error> window_end(bus::client& bus, const std::string& queue) {
-  auto last = bus.last_sequence();
-  if (!last) return last.error();
-  if (*last == 0) return std::uint64_t{0};
-  // The server's count may lag this client's deliveries; a lagging one only keeps the window.
-  auto info = bus.peek_queue(routing::consumer_name(queue));
-  if (!info && info.error().kind != bus::bus_errc::not_found) return info.error();
-  return info && info->delivered_stream_seq >= *last ? 0 : *last;
-}
-
-}  // namespace
-
 std::variant<update_status, bus::bus_error> add_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                                  const std::string& key) {
-  auto after = window_end(bus, queue);
-  if (auto* f = std::get_if<bus::bus_error>(&after)) return *f;
-  bus::kv_entry entry;
-  auto updated = update_queue(b, bus, queue, [&](routing::queue_def& def) {
+  return update_queue(b, bus, queue, [&](routing::queue_def& def) {
     for (const auto& x : def.bindings)
-      if (x.names(exchange, key)) return false;  // bound already: it keeps its window
-    def.bindings.push_back(routing::binding{exchange, key, std::get<std::uint64_t>(after)});
+      if (x.names(exchange, key)) return false;  // bound already
+    def.bindings.push_back(routing::binding{exchange, key});
     return true;
-  }, &entry);
-  if (std::holds_alternative<bus::bus_error>(updated) || std::get<update_status>(updated) == update_status::absent)
-    return updated;
-  if (auto failed = converge_consumer(b, bus, queue, &entry)) return *failed;
-  // Usually nothing published before the bind is left for the consumer to read: no window then.
-  auto narrowed = narrow_windows(b, bus, queue, &entry);
-  if (auto* f = std::get_if<bus::bus_error>(&narrowed)) return *f;
-  return updated;
+  });
 }
 
 std::optional<bus::bus_error> remove_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                       const std::string& key) {
-  auto until = bus.last_sequence();
-  if (!until) return until.error();
-  const auto kind = b.read_topology([&](const routing::topology& t) -> std::optional<routing::exchange_kind> {
-    const auto* def = t.find_exchange(exchange);
-    return def ? std::optional{def->kind} : std::nullopt;
-  });
   bool removed = false;  // by the attempt that was written
-  bus::kv_entry entry;
   auto updated = update_queue(b, bus, queue, [&](routing::queue_def& def) {
-    removed = false;
-    std::erase_if(def.bindings, [&](const routing::binding& x) {
-      if (!x.names(exchange, key)) return false;
-      if (kind) retire(def, x, *kind, *until);
-      return removed = true;
-    });
+    removed = std::erase_if(def.bindings, [&](const routing::binding& x) { return x.names(exchange, key); }) != 0;
     return removed;
-  }, &entry);
+  });
   if (auto* f = std::get_if<bus::bus_error>(&updated)) return *f;
-  if (std::get<update_status>(updated) == update_status::absent) return std::nullopt;
-  if (auto failed = converge_consumer(b, bus, queue, &entry)) return failed;
-  if (!removed) return std::nullopt;
-  // A queue holding nothing the binding routed lets its filters go at once.
-  auto narrowed = narrow_windows(b, bus, queue, &entry);
-  if (auto* f = std::get_if<bus::bus_error>(&narrowed)) return *f;
+  if (std::get<update_status>(updated) == update_status::absent || !removed) return std::nullopt;
   // An auto-delete exchange goes with its last binding (RabbitMQ).
   return reap_auto_delete_exchanges(b, bus, {exchange});
-}
-
-namespace {
-
-// Has the consumer, at `passed` with nothing outstanding but `info` says, left behind everything
-// `filters` match up to `until`? Then no message of that window can reach it any more.
-std::variant<bool, bus::bus_error> nothing_left(bus::client& bus, const std::vector<std::string>& filters, std::uint64_t passed,
-                                         std::uint64_t until) {
-  if (passed >= until) return true;
-  auto next = bus.next_message(passed + 1, filters);
-  if (!next) return next.error();
-  return !*next || (*next)->seq > until;
-}
-
-}  // namespace
-
-std::variant<bool, bus::bus_error> narrow_windows(broker& b, bus::client& bus, const std::string& queue, bus::kv_entry* entry) {
-  const auto def = b.read_topology([&](const routing::topology& t) -> std::optional<routing::queue_def> {
-    const auto* found = t.find_queue(queue);
-    return found ? std::optional{*found} : std::nullopt;
-  });
-  if (!def || !def->windowed()) return false;  // nothing to narrow: no consumer info needed
-  auto info = bus.queue_info(routing::consumer_name(queue));
-  if (!info) {
-    if (info.error().kind == bus::bus_errc::not_found) return false;
-    return info.error();
-  }
-  const std::uint64_t passed = info->delivered_stream_seq;
-  // A binding's `after` goes once nothing it leaves out is ahead of the consumer.
-  std::vector<routing::binding> opened;
-  for (const auto& x : def->bindings) {
-    if (x.after == 0) continue;
-    const auto filters = b.read_topology([&](const routing::topology& t) { return t.filters_of(x); });
-    if (filters.empty()) continue;
-    auto left = nothing_left(bus, filters, passed, x.after);
-    if (auto* f = std::get_if<bus::bus_error>(&left)) return *f;
-    if (std::get<bool>(left)) opened.push_back(x);
-  }
-  // A retired binding goes once what it routed is acked: past the ack floor, or nothing of it
-  // ahead of the consumer and nothing outstanding.
-  std::vector<routing::retired_binding> done;
-  for (const auto& r : def->retired) {
-    bool settled = info->ack_floor_stream_seq >= r.until;
-    if (!settled && info->num_ack_pending == 0) {
-      auto left = nothing_left(bus, r.filters, passed, r.until);
-      if (auto* f = std::get_if<bus::bus_error>(&left)) return *f;
-      settled = std::get<bool>(left);
-    }
-    if (settled) done.push_back(r);
-  }
-  if (opened.empty() && done.empty()) return false;
-  auto updated = update_queue(b, bus, queue, [&](routing::queue_def& d) {
-    bool changed = false;
-    for (auto& x : d.bindings) {
-      if (x.after != 0 && std::find(opened.begin(), opened.end(), x) != opened.end()) {
-        x.after = 0;
-        changed = true;
-      }
-    }
-    const auto before = d.retired.size();
-    std::erase_if(d.retired, [&](const routing::retired_binding& r) {
-      return std::find(done.begin(), done.end(), r) != done.end();
-    });
-    return changed || d.retired.size() != before;
-  }, entry);
-  if (auto* f = std::get_if<bus::bus_error>(&updated)) return *f;
-  if (done.empty() || std::get<update_status>(updated) == update_status::absent) return true;
-  if (auto failed = converge_consumer(b, bus, queue, entry)) return *failed;
-  return true;
 }
 
 std::optional<bus::bus_error> reap_auto_delete_exchanges(broker& b, bus::client& bus, const std::vector<std::string>& exchanges) {
@@ -428,66 +290,36 @@ std::optional<bus::bus_error> remove_entry(broker& b, bus::client& bus, const st
   if (!parsed) return bus::bus_error{"bucket key '" + key + "' names neither an exchange nor a queue"};
   if (parsed->what == routing::bucket_key::kind::queue) return remove_queue(b, bus, key, parsed->name);
   if (parsed->what == routing::bucket_key::kind::use) return delete_key(bus, key);
-  // Its kind, read before it goes, spells the filters of the bindings it retires.
-  std::optional<routing::exchange_kind> kind;
-  if (auto current = bus.kv_get(key)) {
-    if (auto def = routing::parse_exchange(current->value)) kind = def->kind;
-  } else if (current.error().kind != bus::bus_errc::not_found) {
-    return current.error();
-  }
   if (auto f = delete_key(bus, key)) return f;
-  return drop_exchange_bindings(b, bus, parsed->name, kind);
+  return drop_exchange_bindings(b, bus, parsed->name);
 }
 
-std::variant<std::uint64_t, bus::bus_error> pending_messages(broker& b, bus::client& bus, const std::string& queue) {
+std::variant<std::uint64_t, bus::bus_error> pending_messages(bus::client& bus, const std::string& queue) {
   auto info = bus.queue_info(routing::consumer_name(queue));
-  if (info) return message_count(b, bus, queue, *info);
+  if (info) return info->ready();
   if (info.error().kind == bus::bus_errc::not_found) return std::uint64_t{0};
   return info.error();
-}
-
-std::variant<std::uint64_t, bus::bus_error> message_count(broker& b, bus::client& bus, const std::string& queue, const bus::queue_info& info) {
-  const auto windows = b.read_topology([&](const routing::topology& t) { return t.queue_windows(queue); });
-  const bool windowed =
-      std::any_of(windows.begin(), windows.end(), [](const auto& w) { return w.after != 0 || w.until != 0; });
-  if (!windowed) return info.ready();
-  const std::uint64_t passed = info.delivered_stream_seq;
-  std::set<std::uint64_t> outside;  // a message two windows' filters match is walked twice
-  // Walks the messages from `from` up to `to` (0: the stream's end) that `w` could route.
-  auto walk = [&](const routing::route_window& w, std::uint64_t from, std::uint64_t to) -> std::optional<bus::bus_error> {
-    while (to == 0 || from <= to) {
-      auto next = bus.next_message(from, w.filters);
-      if (!next) return next.error();
-      if (!*next || (to != 0 && (*next)->seq > to)) break;
-      if (!routing::admitted(windows, (*next)->subject, (*next)->seq)) outside.insert((*next)->seq);
-      from = (*next)->seq + 1;
-    }
-    return std::nullopt;
-  };
-  for (const auto& w : windows) {
-    if (w.after > passed)
-      if (auto f = walk(w, passed + 1, w.after)) return *f;
-    if (w.until != 0)
-      if (auto f = walk(w, std::max(passed, w.until) + 1, 0)) return *f;
-  }
-  const std::uint64_t undelivered = info.num_pending;
-  return undelivered - std::min<std::uint64_t>(undelivered, outside.size()) + info.requeued();
 }
 
 std::variant<std::uint64_t, bus::bus_error> purge(broker& b, bus::client& bus, const std::string& queue) {
   auto info = bus.queue_info(routing::consumer_name(queue));
   if (!info) return info.error();
-  auto count = message_count(b, bus, queue, *info);
-  if (std::holds_alternative<bus::bus_error>(count)) return count;
+  const std::uint64_t count = info->ready();
   // Nothing ready: the deliveries awaiting an ack stay the channel's, as RabbitMQ's purge leaves them.
-  if (std::get<std::uint64_t>(count) == 0) return count;
-  auto own = drop_own_messages(bus, queue);
-  if (auto* f = std::get_if<bus::bus_error>(&own)) return *f;
-  // A queue bound only to the default exchange is empty now. Its consumer stays: deleting it
+  if (count == 0) return count;
+  // Every message of the queue is a copy under its own subject. Its consumer stays: deleting it
   // and creating one of the same name at once races the server's last write of the old one's
   // state into the directory both use.
-  const auto filters = b.filters_of(queue);
-  if (only_own_subjects(filters, std::get<std::vector<std::string>>(own))) return count;
+  auto own = drop_own_messages(bus, queue);
+  if (auto* f = std::get_if<bus::bus_error>(&own)) return *f;
+  // A queue the previous release made still reads its bindings' subjects until what they hold is
+  // settled (legacy_filters.hpp): those messages are others' too, so only a new consumer drops
+  // them for this queue (interest retention removes what only it held).
+  auto filters = b.filters_of(queue);
+  auto own_subjects = std::get<std::vector<std::string>>(own);
+  std::sort(filters.begin(), filters.end());
+  std::sort(own_subjects.begin(), own_subjects.end());
+  if (filters.empty() || filters == own_subjects) return count;
   if (auto purged = bus.purge_queue(routing::consumer_name(queue), filters, b.sharing_of(queue)); !purged)
     return purged.error();
   return count;

@@ -76,9 +76,8 @@ std::variant<update_status, bus::bus_error> update_queue(broker& b, bus::client&
 // whose watch update has not arrived yet). True when the key exists.
 std::variant<bool, bus::bus_error> refresh(broker& b, bus::client& bus, const std::string& key);
 
-// Makes the queue's bus consumer carry the queue's current filters. Re-reads the bucket after
-// ensuring and repeats when the value changed meanwhile, so concurrent binds on two replicas
-// converge on the union instead of the last writer's view.
+// Makes the queue's bus consumer read the queue's subject with the queue's sharing. Re-reads the
+// bucket after ensuring and repeats when the value changed meanwhile.
 std::optional<bus::bus_error> converge_consumer(broker& b, bus::client& bus, const std::string& queue,
                                          bus::kv_entry* entry = nullptr);
 
@@ -88,26 +87,18 @@ std::optional<bus::bus_error> converge_consumer(broker& b, bus::client& bus, con
 std::variant<bool, bus::bus_error> exchange_in_use(bus::client& bus, const std::string& exchange);
 
 // Removes an exchange's bindings from every queue that has one (a deleted exchange takes its
-// bindings with it, as in RabbitMQ; otherwise re-declaring the name would revive them). With
-// the exchange's kind known, each binding is retired (retire_binding): what it routed stays.
-std::optional<bus::bus_error> drop_exchange_bindings(broker& b, bus::client& bus, const std::string& exchange,
-                                              std::optional<routing::exchange_kind> kind);
+// bindings with it, as in RabbitMQ; otherwise re-declaring the name would revive them). What
+// they routed stays in the queues: each message is a queue's own copy.
+std::optional<bus::bus_error> drop_exchange_bindings(broker& b, bus::client& bus, const std::string& exchange);
 
-// queue.bind and queue.unbind in the bucket and on the queue's consumer. AMQP routes at
-// publish (routing::binding::after, routing::retired_binding): a new binding applies after the
-// stream's last sequence now, and a removed one keeps its filters on the consumer until the
-// consumer has passed what it routed. Call them once the channel's own publishes are stored.
-// An unbind takes an auto-delete exchange with its last binding.
+// queue.bind and queue.unbind: routing entries in the queue's bucket value, nothing on the bus.
+// A publish is routed when it is published, so a binding applies to what is published after it
+// and an unbind leaves what it routed in the queue. Call them once the channel's own publishes
+// are stored. An unbind takes an auto-delete exchange with its last binding.
 std::variant<update_status, bus::bus_error> add_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                                  const std::string& key);
 std::optional<bus::bus_error> remove_binding(broker& b, bus::client& bus, const std::string& queue, const std::string& exchange,
                                       const std::string& key);
-
-// Narrows a windowed queue's routes to what its consumer has not passed: an `after` it passed
-// is cleared, and a retired binding whose messages are all acked goes, with its filters. True
-// when something was narrowed.
-std::variant<bool, bus::bus_error> narrow_windows(broker& b, bus::client& bus, const std::string& queue,
-                                           bus::kv_entry* entry = nullptr);
 
 // RabbitMQ's auto-delete exchange: it goes when its last binding goes (an unbind, or the
 // deletion of the queue that held it), never merely for having had none. Call it after
@@ -121,12 +112,8 @@ std::optional<bus::bus_error> reap_auto_delete_exchanges(broker& b, bus::client&
 std::optional<bus::bus_error> remove_entry(broker& b, bus::client& bus, const std::string& key);
 
 // How many messages the queue holds ready for delivery (0 when its consumer is absent).
-std::variant<std::uint64_t, bus::bus_error> pending_messages(broker& b, bus::client& bus, const std::string& queue);
-// The same from counts already read: what the consumer counts ready (bus::queue_info::ready)
-// less what it has still to pass outside every route's window (published before a bind, or
-// after an unbind, and kept in the stream for another queue): those it would only drop.
-std::variant<std::uint64_t, bus::bus_error> message_count(broker& b, bus::client& bus, const std::string& queue, const bus::queue_info& info);
-// queue.purge: the count (message_count), then the queue's messages are dropped.
+std::variant<std::uint64_t, bus::bus_error> pending_messages(bus::client& bus, const std::string& queue);
+// queue.purge: the ready count, then the queue's subject is emptied.
 std::variant<std::uint64_t, bus::bus_error> purge(broker& b, bus::client& bus, const std::string& queue);
 
 }  // namespace store

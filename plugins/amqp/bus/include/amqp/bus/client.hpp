@@ -33,9 +33,14 @@ inline constexpr const char* props_header = "Amqp-Props";
 // The subject a publish named, on a copy stored under a queue's own subject instead (a copy for a
 // queue only a CC or BCC key reaches): deliveries show that subject's exchange and routing key.
 inline constexpr const char* routed_as_header = "Amqp-Routed-As";
-// Where delayed publishes wait (client::publish_delayed): '~' is no word of a name, so no
-// binding's filter matches them.
+// Where delayed publishes wait as schedules (client::publish_delayed), and where each is stored
+// when due, for the `~due` consumer to route; '~' is no word of a name, so no queue's subject is
+// under either.
 inline constexpr const char* delayed_subject_root = "amqp.~delayed";
+inline constexpr const char* due_subject_root = "amqp.~due";
+// The durable consumer (on every subject under due_subject_root) that every replica's router
+// reads: a due message is routed once, by whichever replica it is delivered to.
+inline constexpr const char* due_consumer = "~due";
 
 // Who a client is on the bus (client::sign_in). An empty user with a password is a token (a JWT
 // too, for an auth callout); user and password are the server's users.
@@ -115,7 +120,8 @@ struct stream_start {
 };
 
 // The consumers of stream AMQP that are not queues, which its max_consumers leaves room for: each
-// bus client's count probe (the adaptor's own, and each signed-in user's).
+// bus client's count probe (the adaptor's own, and each signed-in user's), the delayed holder
+// and due_consumer.
 inline constexpr std::uint64_t adaptor_consumers = 1'000;
 
 // How a queue's consumers share its messages. single_active: RabbitMQ's single active consumer,
@@ -154,6 +160,7 @@ struct queue_info {
   // When the consumer last did something, by the server's clock (ms since the epoch): the latest
   // of its creation, its last delivery and its last ack.
   std::uint64_t last_active_ms = 0;
+  std::vector<std::string> filters{};  // the consumer's filter_subjects, sorted
   // AMQP's message count: never delivered, or requeued and not delivered again. Deliveries other
   // replicas' clients hold unsettled count here too (only this client's are known).
   std::uint64_t ready() const { return num_pending + requeued(); }
@@ -279,6 +286,14 @@ class client : public std::enable_shared_from_this<client> {
   // Blocking. A signed-in client takes `service`'s stream and bucket: kind denied
   // when its user is not of `service`'s NATS account (a virtual host). Idempotent.
   virtual bus_status join(const client& service) = 0;
+  // Not blocking. Whether this client's user may publish to `subject`, decided as the server
+  // decides it, from the user's publish permissions (its $SYS.REQ.USER.INFO answer, asked at
+  // sign_in, again on reconnection or a permissions violation, and when older than 10 s, since a
+  // reload changes them silently). For a subject the client names without publishing on it (an
+  // exchange's, whose messages are stored under their queues' subjects). Kind denied, worded as
+  // the server's own refusal; kind denied too when the server would not say what the user may
+  // publish. The adaptor's own client may publish everything.
+  virtual bus_status may_publish(std::string_view subject) = 0;
 
   virtual ~client() = default;
   client(const client&) = delete;
@@ -328,6 +343,10 @@ class client : public std::enable_shared_from_this<client> {
   // otherwise), or no priority group (made before consumer priorities). The caller converges each
   // (ensure_queue_consumer with the queue's own filters and sharing).
   virtual bus_result<std::vector<std::string>> queues_to_converge() = 0;
+  // Blocking: every queue consumer's filter_subjects (sorted), by consumer name, a page of 256
+  // consumers a request. A release before #55's step 3 gave a queue's consumer its bindings'
+  // filters besides its own subject: the broker keeps those until what they hold is settled.
+  virtual bus_result<std::map<std::string, std::vector<std::string>>> queue_consumer_filters() = 0;
   // The consumer's counts once the server has applied every settlement this client sent for
   // the queue before the call (acks and pulls travel separate server queues), and
   // counted every publish this client had confirmed (count_publishes).
@@ -355,6 +374,12 @@ class client : public std::enable_shared_from_this<client> {
   // filters match, this is what deleting that queue's consumer drops, but in time linear in the
   // messages: a consumer's delete checks each message it leaves against every other consumer.
   virtual bus_status purge_subject(const std::string& subject) = 0;
+  // Drops the stream's messages on `subject` stored below sequence `below`: what a queue's
+  // consumer has settled up to its ack floor, under limits retention the adaptor's to remove.
+  virtual bus_status purge_subject_below(const std::string& subject, std::uint64_t below) = 0;
+  // Blocking. Stream AMQP's retention becomes limits where a store made before it is interest
+  // (docs/DESIGN.md, "Retention"): true once it is limits.
+  virtual bus_result<bool> use_limits_retention() = 0;
   // The stream's last sequence: every message stored before the call has one at most this.
   virtual bus_result<std::uint64_t> last_sequence() = 0;
   // The first message stored at or after `from` whose subject matches one of `filters`;
@@ -373,10 +398,16 @@ class client : public std::enable_shared_from_this<client> {
   // empty, rides in routed_as_header (delivery::routed_as).
   virtual void publish(std::string subject, std::string amqp_props_b64, std::string body, std::string routed_as,
                        boost::asio::any_io_executor ex, std::function<void(bus_status)> done) = 0;
+  // publish with Nats-Msg-Id `msg_id`: stored once within the stream's duplicate window, however
+  // often it is sent, by this or another process (a copy made again after a crash).
+  virtual void publish_identified(std::string subject, std::string msg_id, std::string amqp_props_b64,
+                                  std::string body, std::string routed_as, boost::asio::any_io_executor ex,
+                                  std::function<void(bus_status)> done) = 0;
   // A publish the stream stores now and delivers to `subject` at `at`, as nats-server's message
   // schedules do: it waits under `schedule_prefix` (below delayed_subject_root) plus a word of its
-  // own; at `at` the server stores a copy on `subject`, where the queues bound then find it, and
-  // drops the schedule. `done` as publish's: ok = the schedule is stored (and replicated).
+  // own; at `at` the server stores a copy on `subject` (below due_subject_root, for the `~due`
+  // consumer) and drops the schedule. `done` as publish's: ok = the schedule is stored (and
+  // replicated).
   virtual void publish_delayed(std::string subject, std::string schedule_prefix,
                                std::chrono::system_clock::time_point at, std::string amqp_props_b64,
                                std::string body, boost::asio::any_io_executor ex,
@@ -424,6 +455,9 @@ class client : public std::enable_shared_from_this<client> {
   virtual void ack(const std::string& reply) = 0;
   virtual void nak(const std::string& reply) = 0;
   virtual void term(const std::string& reply) = 0;
+  // The consumers this client acked or termed a delivery of since the last call: their settled
+  // messages are still stored until the adaptor removes them (purge_subject_below).
+  virtual std::vector<std::string> take_settled() = 0;
   // Hands back a delivery no AMQP client was shown (its consumer, channel or get was gone), as
   // nak does; its next delivery through this client does not count it (delivered), as if it
   // had stayed in the queue.

@@ -29,25 +29,13 @@ struct exchange_def {
 // The type a client declared: x-delayed-message, or the kind's own name.
 std::string_view type_name(const exchange_def& def);
 
-// AMQP routes a message when it is published, so a binding applies to what the stream stored
-// after it was made: `after` is the stream's last sequence then (0: since the queue began, or
-// the queue's consumer has passed it).
+// A routing entry: a publish to `exchange` whose key matches `key` (by the exchange's kind) is
+// copied to the queue when it is published (docs/DESIGN.md, "Where a message is stored").
 struct binding {
   std::string exchange;
   std::string key;
-  std::uint64_t after = 0;
   friend bool operator==(const binding&, const binding&) = default;
   bool names(std::string_view x, std::string_view k) const { return exchange == x && key == k; }
-};
-
-// A removed binding whose messages the queue still holds: its filters stay on the queue's
-// consumer until the consumer has passed `until` (the stream's last sequence at the unbind),
-// so a message routed through it is neither lost nor joined by later ones.
-struct retired_binding {
-  std::vector<std::string> filters;
-  std::uint64_t after = 0;
-  std::uint64_t until = 0;
-  friend bool operator==(const retired_binding&, const retired_binding&) = default;
 };
 
 // x-dead-letter-exchange and x-dead-letter-routing-key: where a message the queue gives up on
@@ -80,7 +68,6 @@ struct queue_def {
   bool exclusive = false;
   bool auto_delete = false;
   std::vector<binding> bindings;
-  std::vector<retired_binding> retired{};
   // x-message-ttl: how many milliseconds a message may wait in this queue (RabbitMQ's queue TTL).
   std::optional<std::uint64_t> message_ttl{};
   std::optional<dead_letter_target> dead_letter{};
@@ -106,8 +93,6 @@ struct queue_def {
   std::optional<std::string> max_age{};
   std::optional<std::uint64_t> max_length_bytes{};
   queue_type type() const { return declared_type.value_or(queue_type::classic); }
-  // Some route applies to only part of the stream (an `after`, or a retired binding).
-  bool windowed() const;
   // x-max-length when the overflow is drop-head (what is over it goes from the head), else nullopt.
   std::optional<std::uint64_t> drop_head_limit() const {
     if (overflow.value_or(overflow_mode::drop_head) != overflow_mode::drop_head) return std::nullopt;
@@ -115,15 +100,6 @@ struct queue_def {
   }
   friend bool operator==(const queue_def&, const queue_def&) = default;
 };
-
-// Where a queue's routes apply, in stream sequences: a message is the queue's when one window
-// has a filter matching its subject and after < seq <= until (until 0: open).
-struct route_window {
-  std::vector<std::string> filters;
-  std::uint64_t after = 0;
-  std::uint64_t until = 0;
-};
-bool admitted(const std::vector<route_window>& windows, std::string_view subject, std::uint64_t seq);
 
 // Bucket keys: "x." + exchange_word and "q." + name_word; "p." + name_word, a policy (policy.hpp);
 // and "u." + name_word, when a queue with x-expires was last declared or read (milliseconds since
@@ -145,8 +121,7 @@ std::optional<bucket_key> parse_bucket_key(std::string_view key);
 
 // JSON, exactly the reference's: {"kind":"topic","durable":true} (+ "auto_delete":true,
 // "internal":true only when set); {"durable":bool,"exclusive":true?,"auto_delete":true?,
-// "bindings":[{"exchange":"x","key":"k","after":n?}]?, "retired":[{"filters":[…],"after":n?,
-// "until":n}]?, "message_ttl":ms?, "dead_letter":{"exchange":"x","routing_key":"k"?}?,
+// "bindings":[{"exchange":"x","key":"k"}]?, "message_ttl":ms?, "dead_letter":{"exchange":"x","routing_key":"k"?}?,
 // "delivery_limit":n?, "expires":ms?, "type":"classic"|"quorum"?} (optional members omitted when
 // false/empty/0/absent; the reference ignores the additions; a value without "type" is a classic
 // queue that named no type, so stores written before the type was kept still load).
@@ -209,22 +184,9 @@ class topology {
   // expire while nobody reads them (a publish then tells the expiry sweeper which it reaches).
   bool has_timed_queues() const { return timed_ > 0; }
 
-  // normalize(amqp._.<queue> + the filters of every binding whose exchange exists, each
-  // by that exchange's current kind). Empty when the queue does not exist.
-  // Retired bindings' filters are included: the consumer keeps them until they are passed.
+  // The queue's own subject, amqp._.<queue>, the one filter of its bus consumer: every message
+  // stored for it is a copy under that subject. Empty when the queue does not exist.
   std::vector<std::string> queue_filters(std::string_view queue) const;
-
-  // A binding's filters, by its exchange's current kind; empty when that exchange is absent (a
-  // binding to a deleted exchange reads nothing) or the binding is not one NATS can express.
-  std::vector<std::string> filters_of(const binding& b) const;
-
-  // The queue's routes as windows of stream sequences (its default binding, every binding by
-  // its exchange's current kind, every retired binding). Empty when the queue does not exist.
-  std::vector<route_window> queue_windows(std::string_view queue) const;
-  // Is the message at `seq` on `subject` one the queue holds? True as well when the mirror
-  // knows no route of the queue matching it (the consumer has a filter another replica added a
-  // moment ago), or the queue is absent: only a route known to exclude it drops a message.
-  bool admits(std::string_view queue, std::string_view subject, std::uint64_t seq) const;
 
   // Would a publish to (exchange, routing_key) reach at least one queue? Answered from an
   // index kept up to date on every write, touching only that exchange's bindings (never a
@@ -233,10 +195,6 @@ class topology {
   // The queues a publish to (exchange, routing_key) reaches by their current bindings, sorted.
   // From the same index: a direct exchange's key is one lookup, a topic's visits its distinct keys.
   std::vector<std::string> queues_reached(std::string_view exchange, std::string_view routing_key) const;
-
-  // Queues whose routes are windowed (queue_def::windowed), sorted: their windows are narrowed
-  // as their consumers pass them.
-  std::vector<std::string> windowed_queues() const;
 
   // Queues with at least one binding to `exchange` (sorted), for exchange.delete if-unused.
   std::vector<std::string> queues_bound_to(std::string_view exchange) const;

@@ -1,0 +1,81 @@
+#include "publish/route.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include <boost/asio/post.hpp>
+
+#include "amqp/bus/client.hpp"
+#include "amqp/routing/names.hpp"
+#include "amqp/routing/subject.hpp"
+#include "amqp/routing/topology.hpp"
+#include "broker_state.hpp"
+
+namespace amqp::broker {
+
+std::string copy_subject(std::string_view queue) { return *routing::publish_subject("", queue); }
+
+publish_plan plan_publish(const broker& b, std::string_view exchange, std::string_view key,
+                          const std::vector<std::string>& cc_keys) {
+  return b.read_topology([&](const routing::topology& t) {
+    publish_plan plan;
+    std::set<std::string> reached;
+    if (exchange.empty()) {
+      if (t.find_queue(key)) {
+        reached.emplace(key);
+      } else if (routing::publish_subject("", key)) {
+        plan.unknown_queue.emplace(key);
+      }
+    } else {
+      for (auto& q : t.queues_reached(exchange, key)) reached.insert(std::move(q));
+      if (auto subject = routing::publish_subject(exchange, key)) plan.routed_as = std::move(*subject);
+    }
+    for (const auto& cc : cc_keys)
+      for (auto& q : t.queues_reached(exchange, cc)) reached.insert(std::move(q));
+    // A copy reached only through a CC key, by the default exchange, shows the publish's own key.
+    if (plan.routed_as.empty() && !cc_keys.empty())
+      if (auto subject = routing::publish_subject(exchange, key)) plan.routed_as = std::move(*subject);
+    plan.queues.assign(reached.begin(), reached.end());
+    if (t.has_length_limits()) {
+      for (const auto& q : plan.queues) {
+        const auto* def = t.find_queue(q);
+        if (def && def->max_length)
+          plan.limits.push_back({q, *def->max_length, def->overflow.value_or(routing::overflow_mode::drop_head)});
+      }
+    }
+    return plan;
+  });
+}
+
+void publish_copies(bus::client& bus, const boost::asio::any_io_executor& ex, const std::vector<std::string>& queues,
+                    std::string props_b64, std::string body, const std::string& routed_as,
+                    std::function<void(bus::bus_status)> done, std::string_view msg_id_prefix) {
+  if (queues.empty()) return boost::asio::post(ex, [done = std::move(done)] { done(bus::bus_ok()); });
+  struct answers {
+    std::size_t left;
+    bus::bus_status first_failure = bus::bus_ok();
+    std::function<void(bus::bus_status)> done;
+  };
+  auto state = std::make_shared<answers>(answers{queues.size(), bus::bus_ok(), std::move(done)});
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    const bool last = i + 1 == queues.size();
+    auto subject = copy_subject(queues[i]);
+    // The copy under its own subject needs no mark: it is what the publish named.
+    auto mark = routed_as == subject ? std::string{} : routed_as;
+    auto answered = [state](bus::bus_status stored) {
+      if (!stored && state->first_failure) state->first_failure = stored;
+      if (--state->left == 0) state->done(state->first_failure);
+    };
+    if (msg_id_prefix.empty()) {
+      bus.publish(std::move(subject), last ? std::move(props_b64) : props_b64, last ? std::move(body) : body,
+                  std::move(mark), ex, std::move(answered));
+    } else {
+      bus.publish_identified(std::move(subject), std::string{msg_id_prefix} + routing::name_word(queues[i]),
+                             last ? std::move(props_b64) : props_b64, last ? std::move(body) : body, std::move(mark),
+                             ex, std::move(answered));
+    }
+  }
+}
+
+}  // namespace amqp::broker

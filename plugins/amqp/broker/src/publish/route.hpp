@@ -1,0 +1,48 @@
+#pragma once
+// Where a publish is stored (docs/DESIGN.md, "Where a message is stored"): the adaptor routes it
+// when it is published, from one mirror read, and the stream stores one copy per queue reached,
+// under the queue's own subject amqp._.<queue>, marked with the subject the publish named.
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "amqp/bus/result.hpp"
+#include "housekeeping/length_limit.hpp"
+
+namespace amqp::bus {
+class client;
+}
+
+namespace amqp::broker {
+
+class broker;
+
+struct publish_plan {
+  std::vector<std::string> queues;   // each queue reached once, sorted
+  std::string routed_as;             // amqp.<exchange>.<key>; empty when that is the copy's own subject
+  std::vector<length_limit> limits;  // the queues reached that have an x-max-length
+  // Through the default exchange: the queue the key names, when the mirror does not have it (it
+  // may be another replica's declaration on its way here: the bucket says).
+  std::optional<std::string> unknown_queue;
+};
+
+// The plan of a publish to (exchange, key) and its CC and BCC keys.
+publish_plan plan_publish(const broker& b, std::string_view exchange, std::string_view key,
+                          const std::vector<std::string>& cc_keys = {});
+
+// The subject a queue's copies are stored under.
+std::string copy_subject(std::string_view queue);
+
+// One copy per queue, in the order given; `done` runs once on `ex`: ok when every copy is
+// stored, else the first refusal. Each copy counts as one publish of the bus client's. With a
+// `msg_id_prefix`, each copy's Nats-Msg-Id is it plus the queue's word, so that copies made again
+// (after a crash, a refusal) are stored once.
+void publish_copies(bus::client& bus, const boost::asio::any_io_executor& ex, const std::vector<std::string>& queues,
+                    std::string props_b64, std::string body, const std::string& routed_as,
+                    std::function<void(bus::bus_status)> done, std::string_view msg_id_prefix = {});
+
+}  // namespace amqp::broker
