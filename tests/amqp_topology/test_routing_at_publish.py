@@ -37,19 +37,19 @@ class RoutingAtPublish(ConfirmedChannel, cloudtest.OneCloudTest):
         for exchange, key in bindings:
             self.ch.queue_bind(queue=name, exchange=exchange, routing_key=key)
 
-    def consumer_filters(self, queue):
+    def api(self, subject, body=None):
+        """A JetStream API request straight to the bus."""
         raw = NatsRaw(self.cloud.nats_port)
         try:
-            return sorted(raw.api(f"CONSUMER.INFO.AMQP.{queue}")["config"]["filter_subjects"])
+            return raw.api(subject, body)
         finally:
             raw.close()
 
+    def consumer_filters(self, queue):
+        return sorted(self.api(f"CONSUMER.INFO.AMQP.{queue}")["config"]["filter_subjects"])
+
     def bucket_value(self, queue):
-        raw = NatsRaw(self.cloud.nats_port)
-        try:
-            reply = raw.api("STREAM.MSG.GET.KV_amqp", {"last_by_subj": f"$KV.amqp.q.{queue}"})
-        finally:
-            raw.close()
+        reply = self.api("STREAM.MSG.GET.KV_amqp", {"last_by_subj": f"$KV.amqp.q.{queue}"})
         return json.loads(base64.b64decode(reply["message"]["data"]))
 
     def test_unbind_keeps_what_the_binding_routed(self):
@@ -126,12 +126,7 @@ class RoutingAtPublish(ConfirmedChannel, cloudtest.OneCloudTest):
 
     def stored_copy(self, queue):
         """The last message stored under the queue's own subject: (headers, body)."""
-        raw = NatsRaw(self.cloud.nats_port)
-        try:
-            reply = raw.api("STREAM.MSG.GET.AMQP", {"last_by_subj": f"amqp._.{queue}"})
-        finally:
-            raw.close()
-        message = reply["message"]
+        message = self.api("STREAM.MSG.GET.AMQP", {"last_by_subj": f"amqp._.{queue}"})["message"]
         return base64.b64decode(message.get("hdrs", "")), base64.b64decode(message["data"])
 
     def test_a_binding_is_a_routing_entry_and_each_queue_reached_stores_its_own_copy(self):
@@ -165,11 +160,7 @@ class RoutingAtPublish(ConfirmedChannel, cloudtest.OneCloudTest):
         self.assertEqual(self.count("rp-redeclare-other"), 2)
 
     def consumer_created(self, queue):
-        raw = NatsRaw(self.cloud.nats_port)
-        try:
-            return raw.api(f"CONSUMER.INFO.AMQP.{queue}")["created"]
-        finally:
-            raw.close()
+        return self.api(f"CONSUMER.INFO.AMQP.{queue}")["created"]
 
     def test_a_purge_of_a_queue_on_the_default_exchange_only_keeps_its_consumer(self):
         # Deleting a consumer and creating one of the same name at once races nats-server's last

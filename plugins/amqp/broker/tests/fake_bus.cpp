@@ -7,31 +7,10 @@
 #include <string_view>
 
 #include "amqp/bus/base64.hpp"
+#include "amqp/subject_match.hpp"
 
 namespace amqp::broker::test {
 namespace {
-
-std::vector<std::string_view> tokens(std::string_view subject) {
-  std::vector<std::string_view> out;
-  for (std::size_t start = 0;;) {
-    const auto dot = subject.find('.', start);
-    out.push_back(subject.substr(start, dot - start));
-    if (dot == std::string_view::npos) return out;
-    start = dot + 1;
-  }
-}
-
-// NATS subject matching: `*` is one token, a final `>` one or more.
-bool subject_matches(std::string_view filter, std::string_view subject) {
-  const auto f = tokens(filter);
-  const auto s = tokens(subject);
-  for (std::size_t i = 0; i < f.size(); ++i) {
-    if (f[i] == ">") return s.size() > i;
-    if (i >= s.size()) return false;
-    if (f[i] != "*" && f[i] != s[i]) return false;
-  }
-  return f.size() == s.size();
-}
 
 bus::bus_error not_found(const std::string& what) { return {what + ": not found", 0, bus::bus_errc::not_found}; }
 
