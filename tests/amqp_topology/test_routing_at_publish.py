@@ -147,6 +147,29 @@ class RoutingAtPublish(ConfirmedChannel, cloudtest.OneCloudTest):
         self.assertEqual(self.drain("rp-copy-a"), [("both", 0)])
         self.assertEqual(self.drain("rp-copy-b"), [("both", 0)])
 
+    def stored_on(self, queue):
+        """How many messages the stream holds on the queue's own subject."""
+        subject = f"amqp._.{queue}"
+        state = self.api("STREAM.INFO.AMQP", {"subjects_filter": subject})["state"]
+        return state.get("subjects", {}).get(subject, 0)
+
+    def test_what_a_queue_settled_leaves_the_stream_and_the_other_queue_s_copies_stay(self):
+        # Limits retention keeps a message until the adaptor removes it: once a second, each queue
+        # that settled something is purged below its consumer's ack floor.
+        self.ch.exchange_declare(exchange="rp-settle-x", exchange_type="fanout")
+        self.queue("rp-settle-a", ("rp-settle-x", ""))
+        self.queue("rp-settle-b", ("rp-settle-x", ""))
+        for i in range(3):
+            self.publish("rp-settle-x", "", f"m{i}")
+        self.assertEqual(self.stored_on("rp-settle-a"), 3)
+        self.assertEqual([body for body, _ in self.drain("rp-settle-a")], ["m0", "m1", "m2"])
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and self.stored_on("rp-settle-a") != 0:
+            time.sleep(0.1)
+        self.assertEqual(self.stored_on("rp-settle-a"), 0)
+        self.assertEqual(self.stored_on("rp-settle-b"), 3)
+        self.assertEqual(self.count("rp-settle-b"), 3)
+
     def test_a_queue_declared_again_after_delete_starts_empty(self):
         self.ch.exchange_declare(exchange="rp-redeclare-x", exchange_type="direct")
         self.queue("rp-redeclare-other", ("rp-redeclare-x", "k"))
