@@ -154,11 +154,15 @@ class PublishAwaitingFollowers(unittest.TestCase):
             ch = conn.channel()
             ch.confirm_delivery()
             for node in followers:
-                os.kill(node["proc"].pid, signal.SIGSTOP)
+                cloudtest.sigstop(node["proc"].pid)
             resume.start()
             # Mandatory: a route missed would be returned (UnroutableError), not confirmed.
             ch.basic_publish("", self.queue, b"held", pika.BasicProperties(delivery_mode=2), mandatory=True)
-            self.assertTrue(resumed.is_set(), "confirmed before the followers resumed")
+            if not resumed.is_set():
+                stream = self.cluster.api("STREAM.INFO.AMQP")
+                self.fail(f"confirmed before the followers {[n['name'] for n in followers]} resumed; stream AMQP: "
+                          f"{stream.get('config', {}).get('num_replicas')} replicas, {stream.get('cluster')}\n"
+                          f"{self.cloud.log}")
         # Stored once: taken when the queue's consumer has a leader again, and nothing after it.
         got = []
         with pika.BlockingConnection(params(self.cloud)) as conn:
@@ -237,7 +241,7 @@ class NodeStopsAnswering(unittest.TestCase):
         dialled = [n for n in self.cluster.nodes if n["port"] in ports]
         self.assertTrue(dialled, f"cloud talks to none of {self.cluster.url} ({ports})")
         hung = dialled[0]
-        os.kill(hung["proc"].pid, signal.SIGSTOP)
+        cloudtest.sigstop(hung["proc"].pid)
         self.addCleanup(os.kill, hung["proc"].pid, signal.SIGCONT)
         paused = time.monotonic()
         # The other two nodes are a majority: once `cloud` talks to one of them (and the streams

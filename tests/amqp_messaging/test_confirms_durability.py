@@ -254,7 +254,7 @@ class FlowControl(unittest.TestCase):
         limit = 200 * 1024 * 1024  # what an adaptor without flow control would swallow in seconds
         taken = 0
         for pid in bus:
-            os.kill(pid, signal.SIGSTOP)
+            cloudtest.sigstop(pid)
         try:
             # Publish as fast as the socket takes it, for at most 6 s (well inside the bus
             # client's 30 s publish timeout), until nothing more is taken for 1.5 s.

@@ -402,6 +402,18 @@ class CloudOnItsNats(unittest.TestCase):
         cls.nats.__exit__(None, None, None)
 
 
+def sigstop(pid, timeout=5.0):
+    """SIGSTOP, returning once the process is stopped: the kernel stops it when it next runs, and
+    on a loaded machine a node still acks a replication for some milliseconds after the signal."""
+    os.kill(pid, signal.SIGSTOP)
+
+    def stopped():
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+    if not wait_until(stopped, timeout, interval=0.001):
+        raise AssertionError(f"process {pid} did not stop within {timeout}s of SIGSTOP")
+
+
 def stop_process(proc):
     """TERM a process this harness started, KILL it after 10 s; reaped either way."""
     if proc.poll() is None:
@@ -511,7 +523,7 @@ class NatsCluster:
 
     def pause(self, name):
         """SIGSTOP: a node that hangs (a long GC, a stalled disk) with its sockets open."""
-        os.kill(self.node(name)["proc"].pid, signal.SIGSTOP)
+        sigstop(self.node(name)["proc"].pid)
 
     def resume(self, name):
         os.kill(self.node(name)["proc"].pid, signal.SIGCONT)

@@ -578,23 +578,10 @@ void broker::note_use(const std::string& queue, use how) {
   });
 }
 
-void broker::expect_expiries(const std::vector<std::string>& queues, std::string_view property_octets) {
-  if (!expiry_ || queues.empty()) return;
-  std::vector<std::pair<std::string, std::uint64_t>> expiring;  // queue, the message's TTL there
-  read_topology([&](const routing::topology& t) {
-    if (!t.has_timed_queues()) return;
-    auto own = wire::expiration_of(property_octets);
-    const std::optional<std::uint64_t> expiration_ms = own ? *own : std::nullopt;
-    for (const auto& queue : queues) {
-      const auto* def = t.find_queue(queue);
-      if (def == nullptr || !(def->message_ttl || def->dead_letter)) continue;
-      auto ttl = def->message_ttl;
-      if (expiration_ms) ttl = ttl ? std::min(*ttl, *expiration_ms) : *expiration_ms;
-      if (ttl) expiring.emplace_back(queue, *ttl);
-    }
-  });
+void broker::expect_expiries(const std::vector<expiry_look>& looks) {
+  if (!expiry_ || looks.empty()) return;
   const auto now = std::chrono::steady_clock::now();
-  for (auto& [queue, ttl] : expiring) expiry_->look_by(std::move(queue), now + std::chrono::milliseconds(ttl));
+  for (const auto& look : looks) expiry_->look_by(look.queue, now + std::chrono::milliseconds(look.in_ms));
 }
 
 std::uint64_t broker::last_use_here_ms(const std::string& queue) const {

@@ -29,6 +29,7 @@ namespace amqp::broker {
 
 class channel_context;
 class expiry_sweeper;
+struct expiry_look;
 class legacy_filters;
 class settled_removal;
 class stream_feeder;
@@ -135,11 +136,10 @@ class broker : public std::enable_shared_from_this<broker> {
   // A policy came or changed: the queues it gives a TTL, a dead-letter exchange or an expiry are
   // looked at as a declaration with those arguments would have them looked at.
   void look_at_policy_queues(const std::string& policy);
-  // A message this process stored in `queues`, with these content-header properties (its
-  // `expiration`): each queue whose head may expire while nobody reads it is looked at when the
-  // message expires there (expiry.hpp). Costs nothing while no queue has an x-message-ttl or a
-  // dead-letter exchange.
-  void expect_expiries(const std::vector<std::string>& queues, std::string_view property_octets);
+  // A message this process stored: each queue whose head may expire while nobody reads it is
+  // looked at when the message expires there (expiry.hpp; the looks come with the route, from
+  // the same mirror read: expiries_of).
+  void expect_expiries(const std::vector<expiry_look>& looks);
   // The latest use of the queue noted here (ms since the epoch; 0: none), written or not yet.
   std::uint64_t last_use_here_ms(const std::string& queue) const;
 

@@ -96,7 +96,8 @@ std::vector<std::string> queues_for(const dead_letter_plan& plan, const wire::ba
 void store_dead_letter(broker& b, const boost::asio::any_io_executor& ex, const std::vector<std::string>& queues,
                        const std::string& routed_as, const std::string& property_octets, std::string body,
                        std::string reply, std::function<void()> settled) {
-  b.expect_expiries(queues, property_octets);
+  b.expect_expiries(b.read_topology(
+      [&](const routing::topology& t) { return expiries_of(t, queues, property_octets); }));
   auto bus = b.bus_ptr();
   publish_copies(*bus, ex, queues, bus::base64_encode(property_octets), std::move(body), routed_as,
                  [bus, reply = std::move(reply), settled = std::move(settled)](bus::bus_status stored) {

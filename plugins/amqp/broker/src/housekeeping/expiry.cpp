@@ -6,10 +6,27 @@
 #include <iterator>
 
 #include "amqp/routing/names.hpp"
+#include "amqp/routing/topology.hpp"
 #include "channel/channel_context.hpp"
 #include "housekeeping/dead_letter.hpp"
 
 namespace amqp::broker {
+
+std::vector<expiry_look> expiries_of(const routing::topology& t, const std::vector<std::string>& queues,
+                                     std::string_view property_octets) {
+  std::vector<expiry_look> looks;
+  if (!t.has_timed_queues()) return looks;
+  auto own = wire::expiration_of(property_octets);
+  const std::optional<std::uint64_t> expiration_ms = own ? *own : std::nullopt;
+  for (const auto& queue : queues) {
+    const auto* def = t.find_queue(queue);
+    if (def == nullptr || !(def->message_ttl || def->dead_letter)) continue;
+    auto ttl = def->message_ttl;
+    if (expiration_ms) ttl = ttl ? std::min(*ttl, *expiration_ms) : *expiration_ms;
+    if (ttl) looks.push_back({queue, *ttl});
+  }
+  return looks;
+}
 namespace {
 
 // A look that found the queue being read (its own take's pull may still be listed), its head

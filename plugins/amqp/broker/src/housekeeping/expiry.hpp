@@ -41,13 +41,30 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "amqp/bus/client.hpp"
 
+namespace amqp::routing {
+class topology;
+}
+
 namespace amqp::broker {
 
 class broker;
+
+// A message published now may expire at the head of `queue` in `in_ms`.
+struct expiry_look {
+  std::string queue;
+  std::uint64_t in_ms;
+};
+
+// The looks a message with these properties needs in the queues it reaches: those with an
+// x-message-ttl, or its own `expiration` where a dead-letter exchange waits for it. Read with the
+// route, from the same mirror read; nothing while no queue has either.
+std::vector<expiry_look> expiries_of(const routing::topology& t, const std::vector<std::string>& queues,
+                                     std::string_view property_octets);
 
 class expiry_sweeper final : public std::enable_shared_from_this<expiry_sweeper> {
  public:

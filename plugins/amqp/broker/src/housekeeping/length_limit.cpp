@@ -72,19 +72,6 @@ class head_dropper : public std::enable_shared_from_this<head_dropper> {
 
 }  // namespace
 
-std::vector<length_limit> limits_reached(const broker& b, std::string_view exchange, std::string_view key) {
-  return b.read_topology([&](const routing::topology& t) {
-    std::vector<length_limit> limits;
-    if (!t.has_length_limits()) return limits;
-    for (auto& queue : t.queues_reached(exchange, key)) {
-      const auto* def = t.find_queue(queue);
-      if (def && def->max_length)
-        limits.push_back({std::move(queue), *def->max_length, def->overflow.value_or(routing::overflow_mode::drop_head)});
-    }
-    return limits;
-  });
-}
-
 counts_or_failure ready_counts(bus::client& bus, const std::vector<std::string>& queues, bool for_dropping) {
   std::vector<std::uint64_t> counts;
   for (const auto& q : queues) {

@@ -30,10 +30,6 @@ struct length_limit {
   routing::overflow_mode overflow = routing::overflow_mode::drop_head;
 };
 
-// The length-limited queues a publish to (exchange, key) reaches; empty at once when no queue
-// has a limit.
-std::vector<length_limit> limits_reached(const broker& b, std::string_view exchange, std::string_view key);
-
 // Blocking: the ready count of each queue, as queue.declare counts it. `for_dropping`: only what
 // was never delivered. The bus counts a requeued message and one delivered to another replica (or
 // still on its way here) alike, as unacked; dropping on the account of one of those would drop a

@@ -61,11 +61,11 @@ void due_router::on_delivery(bus::delivery d) {
     bus_->ack(d.reply);
     return pump();
   }
-  auto plan = plan_publish(*owner, address->exchange, address->routing_key);
+  auto plan = plan_publish(*owner, address->exchange, address->routing_key, {}, d.amqp_props);
   ++routing_;
-  auto done = [weak = weak_from_this(), bus = bus_, reply = d.reply, queues = plan.queues,
-               props = d.amqp_props](bus::bus_status outcome) {
-    if (auto self = weak.lock()) return self->routed(reply, queues, props, outcome);
+  auto done = [weak = weak_from_this(), bus = bus_, reply = d.reply,
+               expiries = std::move(plan.expiries)](bus::bus_status outcome) {
+    if (auto self = weak.lock()) return self->routed(reply, expiries, outcome);
     if (outcome) bus->ack(reply);
     else bus->nak(reply);
   };
@@ -73,12 +73,12 @@ void due_router::on_delivery(bus::delivery d) {
                  std::move(d.body), plan.routed_as, std::move(done), "due." + std::to_string(d.stream_seq) + ".");
 }
 
-void due_router::routed(const std::string& reply, const std::vector<std::string>& queues,
-                        const std::string& property_octets, const bus::bus_status& outcome) {
+void due_router::routed(const std::string& reply, const std::vector<expiry_look>& expiries,
+                        const bus::bus_status& outcome) {
   --routing_;
   auto owner = owner_.lock();
   if (outcome) {
-    if (owner) owner->expect_expiries(queues, property_octets);
+    if (owner) owner->expect_expiries(expiries);
     bus_->ack(reply);
     return pump();
   }

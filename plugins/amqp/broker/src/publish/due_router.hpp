@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "amqp/bus/client.hpp"
+#include "housekeeping/expiry.hpp"
 
 namespace amqp::broker {
 
@@ -32,8 +33,7 @@ class due_router final : public std::enable_shared_from_this<due_router> {
   void pump();
   void on_delivery(bus::delivery d);
   void on_event(const bus::pull_event& e);
-  void routed(const std::string& reply, const std::vector<std::string>& queues, const std::string& property_octets,
-              const bus::bus_status& outcome);
+  void routed(const std::string& reply, const std::vector<expiry_look>& expiries, const bus::bus_status& outcome);
   void retry_soon();
   void hand_back_refused();
 

@@ -27,13 +27,6 @@ constexpr auto during = wire::basic_publish::key;
 // What a publish waiting for the bus holds besides its content (bookkeeping, callbacks).
 constexpr std::size_t publish_overhead = 256;
 
-std::optional<routing::exchange_def> exchange_in_mirror(channel_context& ctx, const std::string& name) {
-  return ctx.state().read_topology([&](const routing::topology& t) -> std::optional<routing::exchange_def> {
-    if (const auto* def = t.find_exchange(name)) return *def;
-    return std::nullopt;
-  });
-}
-
 // A publish's fate, for its confirm; a stored one counts as confirmed.
 std::vector<publish_confirms::confirm> record_outcome(basic_state& s, std::uint64_t seq, publish_confirms::outcome o) {
   if (o == publish_confirms::outcome::ack) broker::count(s.ctx.state().message_counters().confirmed);
@@ -326,9 +319,22 @@ namespace {
 
 struct publish_request {
   wire::basic_publish m;
-  std::string property_octets;
+  std::string property_octets;  // BCC taken out
   std::string body;
+  // CC and BCC keys route too, so they are read before the mirror; a malformed header is refused
+  // where RabbitMQ refuses it, after the exchange's own checks.
+  wire::result<std::vector<std::string>> cc_keys;
 };
+
+const std::vector<std::string>& cc_keys_of(const publish_request& p) {
+  static const std::vector<std::string> none;
+  return p.cc_keys ? *p.cc_keys : none;
+}
+
+// The publish's plan, from one mirror read.
+publish_plan plan_for(channel_context& ctx, const publish_request& p) {
+  return plan_publish(ctx.state(), p.m.exchange, p.m.routing_key, cc_keys_of(p), p.property_octets);
+}
 
 // What the bus's answer to a publish handed to it does: the confirm (or the channel's failure).
 std::function<void(bus::bus_status)> on_answer(basic_state& s, std::uint64_t seq, std::size_t cost,
@@ -366,7 +372,7 @@ void store_delayed(basic_state& s, publish_request p, const std::string& subject
 }
 
 // CC or BCC keys with what their copies cannot honour exactly: refused, naming the remedy.
-bool sender_selection_refused(channel_context& chan, const wire::basic_publish& m, const std::vector<std::string>& keys,
+bool sender_selection_refused(channel_context& chan, const wire::basic_publish& m, const publish_plan& plan,
                               bool has_subject, bool delayed) {
   std::string why;
   if (delayed) {
@@ -376,9 +382,7 @@ bool sender_selection_refused(channel_context& chan, const wire::basic_publish& 
   } else if (!has_subject) {
     why = "whose routing key has no subject";
   } else {
-    bool limited = !limits_reached(chan.state(), m.exchange, m.routing_key).empty();
-    for (const auto& key : keys) limited = limited || !limits_reached(chan.state(), m.exchange, key).empty();
-    if (!limited) return false;
+    if (plan.limits.empty()) return false;
     why = "that reaches a queue with x-max-length";
   }
   chan.fail(wire::reply_code::not_implemented,
@@ -397,7 +401,7 @@ void not_routed(basic_state& s, const publish_request& p, std::uint64_t seq) {
 void store_routed(basic_state& s, publish_request p, const std::string& subject, publish_plan plan, std::uint64_t seq,
                   turn publish_turn) {
   auto& chan = s.ctx;
-  chan.state().expect_expiries(plan.queues, p.property_octets);
+  chan.state().expect_expiries(plan.expiries);
   if (!plan.limits.empty()) {
     auto limited = std::make_shared<limited_publish>(
         limited_publish{p.m, subject, std::move(p.property_octets), std::move(p.body), seq, std::move(plan)});
@@ -415,10 +419,12 @@ task<> publish_after_queue_lookup(basic_state& s, publish_request p, std::string
   auto present = co_await entry_present(s.ctx, false, std::move(key), during);
   if (!present) co_return;  // the bus failed: the channel is closed
   if (*present) {
-    auto known = plan_publish(s.ctx.state(), "", p.m.routing_key);  // its limits, now the mirror has it
-    plan.queues.insert(std::lower_bound(plan.queues.begin(), plan.queues.end(), *plan.unknown_queue),
-                       *plan.unknown_queue);
-    plan.limits.insert(plan.limits.end(), known.limits.begin(), known.limits.end());
+    if (auto again = plan_for(s.ctx, p); again.exchange && !again.unknown_queue) {
+      plan = std::move(again);  // the bucket's entry reached the mirror: its limits and expiries too
+    } else {
+      plan.queues.insert(std::lower_bound(plan.queues.begin(), plan.queues.end(), *plan.unknown_queue),
+                         *plan.unknown_queue);
+    }
   }
   if (plan.queues.empty()) {
     not_routed(s, p, seq);
@@ -427,20 +433,19 @@ task<> publish_after_queue_lookup(basic_state& s, publish_request p, std::string
   store_routed(s, std::move(p), subject, std::move(plan), seq, std::move(publish_turn));
 }
 
-// The publish, once its exchange is known to exist. It carries the turn only while a length
-// limit is checked on the bus; once a publish is handed to the bus the turn ends (pipelined).
-void publish_to(basic_state& s, publish_request p, const routing::exchange_def& def, turn publish_turn) {
+// The publish, once its exchange is known to exist (in `plan`). It carries the turn only while a
+// length limit is checked on the bus; once a publish is handed to the bus the turn ends (pipelined).
+void publish_to(basic_state& s, publish_request p, publish_plan plan, turn publish_turn) {
   auto& chan = s.ctx;
   const auto& m = p.m;
+  const auto& def = *plan.exchange;
   if (def.internal) {
     return chan.fail(wire::reply_code::access_refused,
                      "cannot publish to internal exchange " + quoted(m.exchange) + in_vhost(chan), during,
                      "publish to the exchange bound to it instead");
   }
   if (!valid_expiration(chan, p.property_octets) || !valid_user_id(chan, p.property_octets)) return;
-  auto selected = read_sender_selected(std::move(p.property_octets));
-  if (!selected) return chan.refuse(selected.error(), during);
-  p.property_octets = std::move(selected->property_octets);
+  if (!p.cc_keys) return chan.refuse(p.cc_keys.error(), during);
   auto subject = routing::publish_subject(m.exchange, m.routing_key);
   std::optional<delayed_publish> delayed;
   if (def.delayed) {
@@ -448,8 +453,7 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
     if (!delay) return chan.refuse(delay.error(), during);
     delayed = std::move(*delay);
   }
-  if (!selected->keys.empty() && sender_selection_refused(chan, m, selected->keys, subject.ok(), delayed.has_value()))
-    return;
+  if (!p.cc_keys->empty() && sender_selection_refused(chan, m, plan, subject.ok(), delayed.has_value())) return;
   if (!rewrite_direct_reply_to(s, p.property_octets)) return;
   auto next_seq = [&] {
     if (chan.confirms && !s.confirms.enabled()) s.confirms.select();
@@ -468,7 +472,6 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
   const std::uint64_t seq = next_seq();
   if (delayed && subject) return store_delayed(s, std::move(p), *subject, std::move(*delayed), seq);
   if (to_nothing) return not_routed(s, p, seq);
-  auto plan = plan_publish(chan.state(), m.exchange, m.routing_key, selected->keys);
   if (plan.unknown_queue) {
     return chan.spawn(during, publish_after_queue_lookup(s, std::move(p), *subject, std::move(plan), seq, publish_turn),
                       publish_turn);
@@ -477,18 +480,13 @@ void publish_to(basic_state& s, publish_request p, const routing::exchange_def& 
   store_routed(s, std::move(p), *subject, std::move(plan), seq, std::move(publish_turn));
 }
 
-// The exchange a publish names, once the bus said whether it exists; nullopt once refused.
-std::optional<routing::exchange_def> found_exchange(channel_context& ctx, const std::string& name, bool present) {
-  auto def = present ? exchange_in_mirror(ctx, name) : std::nullopt;
-  if (def) return def;
+// No exchange of that name, as the bucket says: the publish is refused.
+void no_exchange(channel_context& ctx, const std::string& name) {
   // A name no exchange can have says why (a headers exchange, a dot under hip).
-  if (auto bad = routing::check_name(names(ctx), "exchange", name); bad && bad->code != wire::reply_code::access_refused) {
-    ctx.refuse(*bad, during);
-    return std::nullopt;
-  }
+  if (auto bad = routing::check_name(names(ctx), "exchange", name); bad && bad->code != wire::reply_code::access_refused)
+    return ctx.refuse(*bad, during);
   ctx.fail(wire::reply_code::not_found, "no exchange " + quoted(name) + in_vhost(ctx), during,
            "declare it first, or publish to the default exchange ''");
-  return std::nullopt;
 }
 
 // A mirror miss may be another replica's declaration still on its way (HIP-1326, "Where it
@@ -498,7 +496,12 @@ task<> publish_after_lookup(basic_state& s, publish_request p, turn publish_turn
   auto key = routing::exchange_key(name);
   auto present = co_await entry_present(s.ctx, false, std::move(key), during);
   if (!present) co_return;
-  if (auto def = found_exchange(s.ctx, name, *present)) publish_to(s, std::move(p), *def, std::move(publish_turn));
+  auto plan = *present ? plan_for(s.ctx, p) : publish_plan{};  // the bucket's entry is in the mirror now
+  if (!plan.exchange) {
+    no_exchange(s.ctx, name);
+    co_return;
+  }
+  publish_to(s, std::move(p), std::move(plan), std::move(publish_turn));
 }
 
 }  // namespace
@@ -511,8 +514,10 @@ void basic_class::on_publish(wire::basic_publish m, std::string property_octets,
                     during);
   }
   broker::count(ctx.state().message_counters().received);
-  publish_request p{std::move(m), std::move(property_octets), std::move(body)};
-  if (auto def = exchange_in_mirror(ctx, p.m.exchange)) return publish_to(*state_, std::move(p), *def, std::move(method_turn));
+  publish_request p{std::move(m), std::move(property_octets), std::move(body), std::vector<std::string>{}};
+  p.cc_keys = read_sender_selected(p.property_octets);
+  auto plan = plan_for(ctx, p);
+  if (plan.exchange) return publish_to(*state_, std::move(p), std::move(plan), std::move(method_turn));
   ctx.spawn(during, publish_after_lookup(*state_, std::move(p), method_turn), method_turn);
 }
 

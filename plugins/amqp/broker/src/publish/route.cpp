@@ -17,9 +17,12 @@ namespace amqp::broker {
 std::string copy_subject(std::string_view queue) { return *routing::publish_subject("", queue); }
 
 publish_plan plan_publish(const broker& b, std::string_view exchange, std::string_view key,
-                          const std::vector<std::string>& cc_keys) {
+                          const std::vector<std::string>& cc_keys, std::string_view property_octets) {
   return b.read_topology([&](const routing::topology& t) {
     publish_plan plan;
+    const auto* found = t.find_exchange(exchange);
+    if (found == nullptr) return plan;
+    plan.exchange = *found;
     std::set<std::string> reached;
     if (exchange.empty()) {
       if (t.find_queue(key)) {
@@ -44,6 +47,7 @@ publish_plan plan_publish(const broker& b, std::string_view exchange, std::strin
           plan.limits.push_back({q, *def->max_length, def->overflow.value_or(routing::overflow_mode::drop_head)});
       }
     }
+    plan.expiries = expiries_of(t, plan.queues, property_octets);
     return plan;
   });
 }

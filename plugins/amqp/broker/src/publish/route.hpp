@@ -11,6 +11,8 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "amqp/bus/result.hpp"
+#include "amqp/routing/topology.hpp"
+#include "housekeeping/expiry.hpp"
 #include "housekeeping/length_limit.hpp"
 
 namespace amqp::bus {
@@ -22,17 +24,21 @@ namespace amqp::broker {
 class broker;
 
 struct publish_plan {
+  // The exchange as the mirror has it; none: the mirror lacks it, and nothing else is planned.
+  std::optional<routing::exchange_def> exchange;
   std::vector<std::string> queues;   // each queue reached once, sorted
   std::string routed_as;             // amqp.<exchange>.<key>; empty when that is the copy's own subject
   std::vector<length_limit> limits;  // the queues reached that have an x-max-length
   // Through the default exchange: the queue the key names, when the mirror does not have it (it
   // may be another replica's declaration on its way here: the bucket says).
   std::optional<std::string> unknown_queue;
+  std::vector<expiry_look> expiries;  // the queues reached where this message may expire unread
 };
 
-// The plan of a publish to (exchange, key) and its CC and BCC keys.
+// The plan of a publish to (exchange, key) and its CC and BCC keys, with these content-header
+// properties, from one mirror read.
 publish_plan plan_publish(const broker& b, std::string_view exchange, std::string_view key,
-                          const std::vector<std::string>& cc_keys = {});
+                          const std::vector<std::string>& cc_keys, std::string_view property_octets);
 
 // The subject a queue's copies are stored under.
 std::string copy_subject(std::string_view queue);

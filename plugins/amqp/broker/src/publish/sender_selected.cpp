@@ -23,19 +23,13 @@ std::string_view type_name(const wire::field_value& v) {
 
 }  // namespace
 
-wire::result<sender_selected> read_sender_selected(std::string property_octets) {
-  sender_selected out;
+wire::result<std::vector<std::string>> read_sender_selected(std::string& property_octets) {
+  std::vector<std::string> keys;
   // Cheap test first: most publishes carry neither.
-  if (property_octets.find("CC") == std::string::npos) {
-    out.property_octets = std::move(property_octets);
-    return out;
-  }
+  if (property_octets.find("CC") == std::string::npos) return keys;
   auto props = wire::decode_properties(
       std::span{reinterpret_cast<const std::uint8_t*>(property_octets.data()), property_octets.size()});
-  if (!props || !props->headers) {
-    out.property_octets = std::move(property_octets);
-    return out;
-  }
+  if (!props || !props->headers) return keys;
   auto& entries = props->headers->entries;
   bool bcc = false;
   for (const char* name : {"CC", "BCC"}) {
@@ -49,16 +43,14 @@ wire::result<sender_selected> read_sender_selected(std::string property_octets) 
                            "give " + std::string(name) + " an array of routing keys"};
     }
     for (const auto& item : array->items)
-      if (const auto* key = std::get_if<std::string>(&item.value)) out.keys.push_back(*key);
+      if (const auto* key = std::get_if<std::string>(&item.value)) keys.push_back(*key);
     bcc = bcc || std::string_view(name) == "BCC";
   }
-  if (!bcc) {
-    out.property_octets = std::move(property_octets);
-    return out;
+  if (bcc) {
+    std::erase_if(entries, [](const wire::table_entry& e) { return e.name == "BCC"; });
+    property_octets = wire::encode_properties(*props);
   }
-  std::erase_if(entries, [](const wire::table_entry& e) { return e.name == "BCC"; });
-  out.property_octets = wire::encode_properties(*props);
-  return out;
+  return keys;
 }
 
 }  // namespace amqp::broker

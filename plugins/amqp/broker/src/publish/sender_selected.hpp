@@ -9,13 +9,10 @@
 
 namespace amqp::broker {
 
-struct sender_selected {
-  std::vector<std::string> keys;  // CC's, then BCC's, in order; empty: neither header
-  std::string property_octets;    // the publish's, BCC taken out (unchanged without it)
-};
-
-// From a publish's content-header property octets. An element that is not a string is skipped,
-// as RabbitMQ skips it; a CC or BCC that is not an array is refused with RabbitMQ's 406 text.
-wire::result<sender_selected> read_sender_selected(std::string property_octets);
+// The CC keys, then the BCC keys, in order, of a publish's content-header property octets (empty:
+// neither header), with BCC taken out of the octets. An element that is not a string is skipped,
+// as RabbitMQ skips it; a CC or BCC that is not an array is refused with RabbitMQ's 406 text, the
+// octets left as they were.
+wire::result<std::vector<std::string>> read_sender_selected(std::string& property_octets);
 
 }  // namespace amqp::broker
