@@ -376,8 +376,11 @@ class client_impl final : public client {
   bus_result<connection_ptr> connect(const std::string& step, const std::string& name, bool send_at_once);
   int request_timeout_ms() const;
   int remaining_ms() const;  // until options_.deadline, at least 1
-  json consumer_config(const std::string& queue, const std::vector<std::string>& filters,
-                       queue_sharing sharing) const;
+  json consumer_config(const std::string& queue, const std::vector<std::string>& filters, queue_sharing sharing,
+                       const char* deliver_policy) const;
+  bus_result<json> create_queue_consumer(const std::string& step, const std::string& queue,
+                                         const std::vector<std::string>& filters, queue_sharing sharing,
+                                         const char* deliver_policy);
   // `held_then`: the queue's held deliveries as they were when it decided what to wait for.
   bus_status sync_settlements(const std::string& queue, const std::string& step, std::uint64_t* held_then = nullptr);
   // Counts follow the publishes confirmed before them (publish_counts.hpp).

@@ -77,9 +77,9 @@ std::uint64_t last_active_of(const json& info, const char* which) {
 }  // namespace
 
 json client_impl::consumer_config(const std::string& queue, const std::vector<std::string>& filters,
-                                  queue_sharing sharing) const {
+                                  queue_sharing sharing, const char* deliver_policy) const {
   json config{{"durable_name", queue},
-              {"deliver_policy", "new"},
+              {"deliver_policy", deliver_policy},
               {"ack_policy", "explicit"},
               {"ack_wait", std::chrono::nanoseconds(options_.ack_wait).count()},
               {"max_deliver", -1},
@@ -101,15 +101,27 @@ json client_impl::consumer_config(const std::string& queue, const std::vector<st
   return config;
 }
 
+bus_result<json> client_impl::create_queue_consumer(const std::string& step, const std::string& queue,
+                                                   const std::vector<std::string>& filters, queue_sharing sharing,
+                                                   const char* deliver_policy) {
+  return api(step, std::string{"CONSUMER.DURABLE.CREATE."} + stream_name + "." + queue,
+             json{{"stream_name", stream_name}, {"config", consumer_config(queue, filters, sharing, deliver_policy)}});
+}
+
 bus_status client_impl::ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters,
                                               queue_sharing sharing) {
   const std::string step = consumer_step("create", queue);
   if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word (no '.', '*', '>' or blanks)");
   if (filters.empty()) return failure(step, "no filter subject given; a queue consumer without one would read every message");
-  // The durable create both creates and, when the consumer exists, updates it in place
-  // (filters change on bind and unbind).
-  auto created = api(step, std::string{"CONSUMER.DURABLE.CREATE."} + stream_name + "." + queue,
-                     json{{"stream_name", stream_name}, {"config", consumer_config(queue, filters, sharing)}});
+  // The durable create both creates and, when the consumer exists, updates it in place (an
+  // upgraded store's filters are narrowed). A queue's subject holds only its own messages, so a
+  // consumer starts at its first: each replica picks a start from its own copy of the stream
+  // (selectStartingSeqNo), and "new" taken by one that caught the stream up before it learnt of
+  // the consumer started past what the queue was sent (RELIABILITY finding 10). A consumer an
+  // earlier release made keeps "new", which the server does not let change.
+  auto created = create_queue_consumer(step, queue, filters, sharing, "all");
+  if (!created && created.error().text.find("deliver policy can not be updated") != std::string::npos)
+    created = create_queue_consumer(step, queue, filters, sharing, "new");
   if (!created) return created.error();
   const json config = created->value("config", json::object());
   auto wanted = filters;
@@ -241,11 +253,13 @@ bool client_impl::forget_dead_requests(const std::string& queue) {
 
 bus_status client_impl::purge_queue(const std::string& queue, const std::vector<std::string>& filters,
                                     queue_sharing sharing) {
-  // The stream is shared by every queue, so purging the stream is not an option: dropping
-  // the durable drops this queue's interest (interest retention removes what only it held),
-  // and recreating it with DeliverNew starts the queue empty.
+  // An upgraded queue's filters still share subjects with other queues, so purging them is not
+  // an option: dropping the durable drops this queue's interest (interest retention removes what
+  // only it held), and recreating it with DeliverNew starts the queue empty.
   if (auto deleted = delete_queue_consumer(queue); !deleted) return deleted;
-  return ensure_queue_consumer(queue, filters, sharing);
+  auto created = create_queue_consumer(consumer_step("create", queue), queue, filters, sharing, "new");
+  if (!created) return created.error();
+  return bus_ok();
 }
 
 bus_status client_impl::purge_subject(const std::string& subject) {

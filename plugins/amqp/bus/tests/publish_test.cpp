@@ -834,6 +834,15 @@ TEST_CASE("1,000 pipelined publishes all complete, beyond the in-flight bound") 
   col.p->stop();
 }
 
+TEST_CASE("a queue's consumer made after the queue was sent messages delivers them") {
+  // Another replica routes to a queue once its bucket entry exists, before its consumer does; and
+  // a replica that learns of a consumer late picks its start from its own copy of the stream.
+  harness h;
+  for (int i = 0; i < 3; ++i) REQUIRE(h.publish_one("amqp._.early", "", "m").ok());
+  REQUIRE(h.bus->ensure_queue_consumer("early", {"amqp._.early"}).ok());
+  CHECK(h.bus->queue_info("early")->num_pending == 3);
+}
+
 TEST_CASE("purge_queue drops only that queue's messages") {
   harness h;
   REQUIRE(h.bus->ensure_queue_consumer("a", {"amqp.f", "amqp.f.>"}).ok());

@@ -21,7 +21,9 @@ TEST_CASE("ensure_queue_consumer: the server's config carries exactly the asked 
   CHECK(one_filter);
   CHECK(config["max_ack_pending"] == -1);
   CHECK(config["ack_policy"] == "explicit");
-  CHECK(config["deliver_policy"] == "new");
+  // A queue's subject holds its own messages only: it starts at the first of them, whichever
+  // replica picks the start (finding 10).
+  CHECK(config["deliver_policy"] == "all");
   CHECK(config["ack_wait"] == 30'000'000'000LL);  // client_options' default
   CHECK(config["durable_name"] == "jobs");
 
@@ -31,7 +33,7 @@ TEST_CASE("ensure_queue_consumer: the server's config carries exactly the asked 
   auto widened = server.api("CONSUMER.INFO.AMQP.jobs");
   CHECK(widened["config"]["filter_subjects"] == nlohmann::json{"amqp.d.jobs", "amqp.t.a", "amqp.t.a.>"});
   CHECK(widened["created"] == info["created"]);
-  CHECK(widened["config"]["deliver_policy"] == "new");
+  CHECK(widened["config"]["deliver_policy"] == "all");
 
   // Unbind: back to one, in place again.
   made = bus.ensure_queue_consumer("jobs", {"amqp.d.jobs"});
@@ -42,6 +44,21 @@ TEST_CASE("ensure_queue_consumer: the server's config carries exactly the asked 
   REQUIRE(q.ok());
   CHECK(q->num_pending == 0);
   CHECK(q->ready() == 0);
+
+  // A consumer an earlier release made starts at "new", which the server does not let change:
+  // it is updated in place and keeps it.
+  auto earlier = info["config"];
+  earlier["durable_name"] = "old";
+  earlier["name"] = "old";
+  earlier["deliver_policy"] = "new";
+  earlier["filter_subjects"] = {"amqp.d.old", "amqp.t.old"};
+  REQUIRE_FALSE(server.api("CONSUMER.DURABLE.CREATE.AMQP.old", {{"stream_name", "AMQP"}, {"config", earlier}})
+                    .contains("error"));
+  made = bus.ensure_queue_consumer("old", {"amqp._.old"});
+  REQUIRE_MESSAGE(made.ok(), made.error().text);
+  auto narrowed = server.api("CONSUMER.INFO.AMQP.old");
+  CHECK(narrowed["config"]["deliver_policy"] == "new");
+  CHECK(narrowed["config"]["filter_subjects"] == nlohmann::json{"amqp._.old"});
 }
 
 TEST_CASE("ensure_queue_consumer refuses what would be an unfiltered or misnamed consumer") {
