@@ -27,6 +27,7 @@ std::vector<expiry_look> expiries_of(const routing::topology& t, const std::vect
   }
   return looks;
 }
+
 namespace {
 
 // A look that found the queue being read (its own take's pull may still be listed), its head
