@@ -114,11 +114,10 @@ bus_status client_impl::ensure_queue_consumer(const std::string& queue, const st
   if (!valid_queue_name(queue)) return failure(step, "a queue name must be one subject word (no '.', '*', '>' or blanks)");
   if (filters.empty()) return failure(step, "no filter subject given; a queue consumer without one would read every message");
   // The durable create both creates and, when the consumer exists, updates it in place (an
-  // upgraded store's filters are narrowed). A queue's subject holds only its own messages, so a
-  // consumer starts at its first: each replica picks a start from its own copy of the stream
-  // (selectStartingSeqNo), and "new" taken by one that caught the stream up before it learnt of
-  // the consumer started past what the queue was sent (RELIABILITY finding 10). A consumer an
-  // earlier release made keeps "new", which the server does not let change.
+  // upgraded store's filters are narrowed). A queue's subject holds only its own messages, so the
+  // consumer starts at the first: a new leader without state picks its start from its own copy
+  // of the stream, and "new" there skipped what the queue was sent (RELIABILITY finding 10). A
+  // consumer an earlier release made keeps "new", which the server does not let change.
   auto created = create_queue_consumer(step, queue, filters, sharing, "all");
   if (!created && created.error().text.find("deliver policy can not be updated") != std::string::npos)
     created = create_queue_consumer(step, queue, filters, sharing, "new");
