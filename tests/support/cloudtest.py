@@ -144,7 +144,27 @@ def thread_stacks(pid):
         return "(no gdb: thread stacks not taken)"
     done = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt"],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
-    return f"thread stacks of pid {pid} (gdb):\n{done.stdout[-60000:]}"
+    return f"thread stacks of pid {pid} (gdb):\n{done.stdout[-60000:]}{done.stderr[-2000:]}\n{task_states(pid)}"
+
+
+def task_states(pid):
+    """The process's state and each thread's state, wait channel and kernel stack: what a hang
+    waits on when gdb cannot attach (a zombie, or a process LeakSanitizer's exit check traces)."""
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return "?"
+    status = read(f"/proc/{pid}/status").splitlines()
+    lines = [l for l in status if l.startswith(("State:", "TracerPid:", "Threads:"))]
+    tasks = f"/proc/{pid}/task"
+    for tid in sorted(os.listdir(tasks), key=int) if os.path.isdir(tasks) else []:
+        stat = read(f"{tasks}/{tid}/stat")
+        state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
+        lines.append(f"{tid} {read(f'{tasks}/{tid}/comm')} {state} {read(f'{tasks}/{tid}/wchan')}")
+        lines += ["    " + l for l in read(f"{tasks}/{tid}/stack").splitlines()[:12]]
+    return "\n".join(lines)
 
 
 def tcp_peer_ports(pid):

@@ -327,8 +327,9 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
   }
 
   // Releases in the order that keeps every promise: connections end (their channels requeue
-  // what was outstanding), the broker drops this node's transient topology, the io threads
-  // stop, and only then does the bus go.
+  // what was outstanding), the broker drops this node's transient topology, the buses go, and
+  // only then do the io threads stop. A bus's last callbacks post to the io loops, and what they
+  // hold (a consumer's channel, its broker, the bus) is let go only when the loops run them.
   void release(clock::time_point deadline) {
     const auto now = clock::now();
     const auto budget = std::max(deadline - now, clock::duration::zero());
@@ -343,19 +344,19 @@ class amqp_plugin final : public cloud::plugin_api::plugin {
         // A failed cleanup leaves transient entries for this node's next start to remove.
       }
     }
-    if (server_) server_->stop_threads(now + budget * 3 / 4);
+    if (server_) server_->let_go_of_vhosts();
     identities_.reset();  // the users' clients close before the adaptor's own
-    // The buses go before the io they report to, with the blocking work that still holds them.
     for (auto& [name, v] : vhosts_) {
       v.broker.reset();
       if (name == default_vhost) {
         v.bus.reset();  // bus_'s, closed last
       } else {
-        bus::client::close_and_release(v.bus, now + budget);
+        bus::client::close_and_release(v.bus, now + budget * 3 / 4);
       }
     }
     vhosts_.clear();
-    bus::client::close_and_release(bus_, now + budget);
+    bus::client::close_and_release(bus_, now + budget * 3 / 4);
+    if (server_) server_->stop_threads(now + budget);
     server_.reset();
   }
 

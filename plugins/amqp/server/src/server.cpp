@@ -74,6 +74,7 @@ tcp::endpoint server::endpoint() const { return listener_ ? listener_->endpoint(
 tcp::endpoint server::tls_endpoint() const { return tls_listener_ ? tls_listener_->endpoint() : tcp::endpoint{}; }
 
 void server::accept(connection_stream stream) {
+  std::unique_lock lock{accept_mutex_};
   if (closing_) {
     error_code ignored;
     stream.socket().close(ignored);
@@ -81,6 +82,7 @@ void server::accept(connection_stream stream) {
   }
   const auto id = ++next_id_;
   auto s = std::make_shared<session>(std::move(stream), id, vhosts_, options_, log_, registry_);
+  lock.unlock();
   registry_->add(id, s);
   s->start();
 }
@@ -116,7 +118,12 @@ void server::stop_threads(clock::time_point deadline) {
   threads_.clear();
   listener_.reset();
   tls_listener_.reset();
-  // Their buses and the users' clients: the plugin closes them next, and waits for their release.
+  let_go_of_vhosts();
+}
+
+void server::let_go_of_vhosts() {
+  const std::lock_guard lock{accept_mutex_};
+  closing_ = true;
   vhosts_.reset();
   options_.identities.reset();
 }

@@ -56,6 +56,9 @@ class server {
 
   // Stops accepting and ends every connection by `deadline` (channels are closed either way).
   void close_connections(clock::time_point deadline);
+  // Drops the server's hold on the vhosts' buses and brokers and on the users' clients, so that
+  // the plugin can close and release them while the loops still run what they post.
+  void let_go_of_vhosts();
   // Lets queued work finish until `deadline`, then stops the loops and joins. Idempotent.
   void stop_threads(clock::time_point deadline);
 
@@ -78,6 +81,7 @@ class server {
   std::unique_ptr<listener> listener_;
   std::unique_ptr<listener> tls_listener_;
   std::shared_ptr<ssl::context> tls_;
+  std::mutex accept_mutex_;  // vhosts_ and options_: read by accept, dropped by let_go_of_vhosts
   std::shared_ptr<const vhost_map> vhosts_;
   session_options options_;
   std::atomic<bool> closing_{false};
