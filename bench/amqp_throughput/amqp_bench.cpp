@@ -12,7 +12,9 @@
 //   --mode latency: --rate messages a second for --seconds, published with confirms on one
 //                   connection and consumed (prefetch --prefetch, ack each) on another; each
 //                   body carries its send time, so publish→deliver and publish→confirm are timed
-//                   per message.
+//                   per message. --unconfirmed U: a send that would leave more than U unconfirmed
+//                   waits for confirms (with a --rate the server cannot keep: the publisher at
+//                   full speed, as a client with a bounded confirm window).
 // Prints bench::report's line (latency: bench::report_latency's); any failure is a message on
 // stderr and exit status 1.
 #include <amqp.h>
@@ -266,7 +268,7 @@ bench::clock::time_point stamp_of(const amqp_bytes_t& body) {
 }
 
 void latency(const std::string& host, int port, const std::string& queue, std::uint64_t rate, std::uint64_t seconds,
-             std::size_t size, std::uint64_t prefetch) {
+             std::size_t size, std::uint64_t prefetch, std::uint64_t unconfirmed) {
   auto p = open(host, port);
   auto c = open(host, port);
   declare(p.get(), queue);
@@ -301,7 +303,7 @@ void latency(const std::string& host, int port, const std::string& queue, std::u
     while (confirms.confirmed() < n) {
       const auto due = start + interval * published;
       auto now = bench::clock::now();
-      if (published < n && now >= due) {
+      if (published < n && now >= due && published - confirms.confirmed() < unconfirmed) {
         sent[++published] = now;
         auto body = stamped(size, now);
         int s = amqp_basic_publish(p.get(), channel, amqp_empty_bytes, amqp_cstring_bytes(queue.c_str()), 0, 0,
@@ -312,7 +314,9 @@ void latency(const std::string& host, int port, const std::string& queue, std::u
       // Confirms until the next send is due. Waited for with ppoll: rabbitmq-c's own wait counts
       // in milliseconds and spins below one, which would take a core from the servers measured.
       if (!amqp_frames_enqueued(p.get()) && !amqp_data_in_buffer(p.get())) {
-        const std::chrono::nanoseconds wait = published < n ? std::chrono::nanoseconds(due - now) : std::chrono::seconds(30);
+        const bool window_full = published - confirms.confirmed() >= unconfirmed;
+        const std::chrono::nanoseconds wait =
+            published < n && !window_full ? std::chrono::nanoseconds(due - now) : std::chrono::seconds(30);
         const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
         pollfd fd{amqp_get_sockfd(p.get()), POLLIN, 0};
         timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
@@ -344,7 +348,7 @@ void latency(const std::string& host, int port, const std::string& queue, std::u
   }
   consumer.join();
   if (consumer_failed) std::rethrow_exception(consumer_failed);
-  bench::report_latency(n, delivered, confirmed);
+  bench::report_latency(n, delivered, confirmed, std::pair{start, bench::clock::now()});
 }
 
 }  // namespace
@@ -355,7 +359,7 @@ int main(int argc, char** argv) {
                      {{"host", "127.0.0.1"}, {"port", "5672"}, {"mode", "publish"}, {"messages", "50000"},
                       {"size", "100"}, {"window", "256"}, {"prefetch", "100"}, {"queue", "bench"},
                       {"rate", "1000"}, {"seconds", "8"}, {"connections", "1"}, {"queues", "1"},
-                      {"spread", "1"}});
+                      {"spread", "1"}, {"unconfirmed", "1000000"}});
     if (o.number("connections") > 256) throw std::invalid_argument("--connections is at most 256");
     if (o.number("queues") > 256 || o.number("spread") > 256)
       throw std::invalid_argument("--queues and --spread are at most 256");
@@ -365,7 +369,7 @@ int main(int argc, char** argv) {
     if (o.number("rate") > 1'000'000) throw std::invalid_argument("--rate is at most 1000000");
     if (o.text("mode") == "latency") {
       latency(o.text("host"), static_cast<int>(o.number("port")), o.text("queue"), o.number("rate"),
-              o.number("seconds"), o.number("size"), o.number("prefetch"));
+              o.number("seconds"), o.number("size"), o.number("prefetch"), o.number("unconfirmed"));
       return 0;
     }
     const auto host = o.text("host");

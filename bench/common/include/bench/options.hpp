@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -64,14 +65,20 @@ inline double quantile(std::vector<double>& values, double q) {
   return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
-// One line, parsed by bench/run: "messages=<n> deliver_p50=<µs> … confirm_p999=<µs>".
-inline void report_latency(std::uint64_t messages, std::vector<double> delivered, std::vector<double> confirmed) {
+// One line, parsed by bench/run: "messages=<n> deliver_p50=<µs> … confirm_p999=<µs>", and with
+// the run's start and end, " rate=<msg/s> seconds=<s>": the messages over the whole run.
+inline void report_latency(std::uint64_t messages, std::vector<double> delivered, std::vector<double> confirmed,
+                           std::optional<std::pair<clock::time_point, clock::time_point>> run = std::nullopt) {
   std::printf("messages=%llu", static_cast<unsigned long long>(messages));
   for (auto [name, values] : {std::pair{"deliver", &delivered}, std::pair{"confirm", &confirmed}}) {
     for (auto [label, q] : {std::pair{"p50", 0.5}, std::pair{"p90", 0.9}, std::pair{"p99", 0.99},
                             std::pair{"p999", 0.999}}) {
       std::printf(" %s_%s=%.0f", name, label, quantile(*values, q));
     }
+  }
+  if (run) {
+    const double seconds = std::chrono::duration<double>(run->second - run->first).count();
+    std::printf(" rate=%.0f seconds=%.3f", static_cast<double>(messages) / seconds, seconds);
   }
   std::printf("\n");
 }
