@@ -224,6 +224,7 @@ class Upgrade(unittest.TestCase):
             ch = conn.channel()
             ch.confirm_delivery()
             ch.queue_declare(queue, durable=True)
+            ch.basic_get(queue)  # read once: it has a bus consumer
 
             def policy():
                 raw = natsraw.NatsRaw(cloud.nats_port)

@@ -114,7 +114,9 @@ class StorageUpgrade(unittest.TestCase):
             with cloudtest.Cloud(env=env) as cloud:  # stream AMQP, bucket amqp, the queues' consumers
                 conn = pika.BlockingConnection(pika.ConnectionParameters(host="127.0.0.1", port=cloud.amqp_port))
                 for queue in QUEUES:
-                    conn.channel().queue_declare(queue, durable=True)
+                    ch = conn.channel()
+                    ch.queue_declare(queue, durable=True)
+                    ch.basic_get(queue)  # read once: it has a consumer, as that release gave every queue
                 conn.close()
             write_previous_release_store(bus)
 

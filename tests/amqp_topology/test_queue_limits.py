@@ -1,7 +1,7 @@
 """How many queues there may be: CLOUD_AMQP_MAX_QUEUES bounds a vhost's queues
 with RabbitMQ's own refusal; stream AMQP's max_consumers is set from it and converged at boot;
-and a bus that refuses a queue's consumer for a limit is answered 406 naming the limit, the
-setting and the remedy, with nothing left declared. Runs on the pinned nats-server and, as its
+and a bus that refuses a queue's consumer for a limit (made at the queue's first read) is answered
+406 naming the limit, the setting and the remedy, the queue and what it was sent kept. Runs on the pinned nats-server and, as its
 .floor twin, on the floor.
 """
 import unittest
@@ -69,12 +69,11 @@ class QueueLimit(unittest.TestCase):
             self.declare_and_use(conn, extra)
             conn.close()
 
-    def test_a_consumer_limit_of_the_bus_is_named_and_nothing_is_left_declared(self):
+    def test_a_consumer_limit_of_the_bus_is_named_at_the_first_read_and_the_queue_kept(self):
         # Stream AMQP allows 100 + 1000 consumers; another application's consumers of the stream
         # take what the queues have not.
         with cloudtest.Cloud(env={"CLOUD_AMQP_MAX_QUEUES": "100"}) as cloud:
             conn = pikatest.connect(cloud)
-            conn.channel().queue_declare("before-the-limit")
             nats = NatsRaw(cloud.nats_port)
             taken = 0
             while True:
@@ -87,18 +86,21 @@ class QueueLimit(unittest.TestCase):
                 taken += 1
                 self.assertLessEqual(taken, 100 + ADAPTOR_CONSUMERS)
             queue = "past-the-limit-" + uuid.uuid4().hex[:6]
-            text = pikatest.refused(self, lambda: conn.channel().queue_declare(queue), 406)
+            ch = conn.channel()
+            ch.queue_declare(queue)  # no consumer until it is read
+            ch.confirm_delivery()
+            ch.basic_publish("", queue, queue.encode())
+            text = pikatest.refused(self, lambda: conn.channel().basic_get(queue), 406)
             self.assertEqual(text, f"PRECONDITION_FAILED - create consumer for queue {queue}: the bus is at a "
                                    "consumer limit, stream AMQP's (1100: CLOUD_AMQP_MAX_QUEUES=100 + 1000) or the "
                                    "NATS account's; delete unused queues or raise the limit")
-            self.assertFalse(exists(conn, queue))
-            self.assertTrue(exists(conn, "before-the-limit"))
 
-            # Room made on the bus is room for the queue (and for the adaptor's own consumers).
+            # Room made on the bus is room for the queue's consumer (and for the adaptor's own).
             for i in range(10):
                 self.assertNotIn("error", nats.api(f"CONSUMER.DELETE.AMQP.other{i}"))
             nats.close()
-            self.declare_and_use(conn, queue)
+            self.assertTrue(exists(conn, queue))
+            self.assertEqual(conn.channel().basic_get(queue, auto_ack=True)[2], queue.encode())
             conn.close()
 
     def test_an_existing_stream_gets_the_setting_at_boot(self):

@@ -133,7 +133,10 @@ class RoutingAtPublish(ConfirmedChannel, cloudtest.OneCloudTest):
         self.ch.exchange_declare(exchange="rp-copy-x", exchange_type="topic")
         self.queue("rp-copy-a", ("rp-copy-x", "a.#"))
         self.queue("rp-copy-b", ("rp-copy-x", "*.b"))
-        # Nothing on the bus changes with a bind: the consumer reads the queue's own subject.
+        # Nothing on the bus changes with a bind: the queue has no consumer until it is read, and
+        # then one that reads its own subject.
+        self.assertIn("error", self.api("CONSUMER.INFO.AMQP.rp-copy-a"))
+        self.ch.basic_get("rp-copy-a")
         self.assertEqual(self.consumer_filters("rp-copy-a"), ["amqp._.rp-copy-a"])
         self.assertEqual(self.bucket_value("rp-copy-a")["bindings"], [{"exchange": "rp-copy-x", "key": "a.#"}])
         self.publish("rp-copy-x", "a.b", "both")
@@ -189,6 +192,7 @@ class RoutingAtPublish(ConfirmedChannel, cloudtest.OneCloudTest):
         # Deleting a consumer and creating one of the same name at once races nats-server's last
         # state write of the old one; a queue with no other binding is emptied by subject alone.
         self.queue("rp-purge-own-q")
+        self.ch.basic_get("rp-purge-own-q")  # read once: it has a consumer
         for i in range(3):
             self.publish("", "rp-purge-own-q", f"m{i}")
         created = self.consumer_created("rp-purge-own-q")

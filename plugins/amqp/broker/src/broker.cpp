@@ -624,12 +624,44 @@ void broker::notify_deleted(const std::string& queue,
 
 // ---- deleting queues
 
+bus::bus_status broker::make_consumer(bus::client& bus, const std::string& queue) {
+  if (!bus.retains_by_limits() || consumer_made(queue)) return bus::bus_ok();  // interest: made at declare
+  // Its one filter is its own subject, whatever its bindings: nothing to read from the bucket.
+  const auto filters = filters_of(queue);
+  if (filters.empty()) return bus::bus_ok();  // deleted meanwhile: its pulls find nothing
+  if (auto made = bus.ensure_queue_consumer(routing::consumer_name(queue), filters, sharing_of(queue)); !made)
+    return made;
+  std::lock_guard lock(owners_mutex_);
+  consumers_made_.insert(queue);
+  return bus::bus_ok();
+}
+
+bool broker::consumer_made(const std::string& queue) const {
+  std::lock_guard lock(owners_mutex_);
+  return consumers_made_.contains(queue);
+}
+
+void broker::forget_consumer(const std::string& queue) {
+  std::lock_guard lock(owners_mutex_);
+  consumers_made_.erase(queue);
+}
+
+void broker::after_consumer_made(const std::string& queue, boost::asio::any_io_executor ex,
+                                 std::function<void(bus::bus_status)> then) {
+  if (consumer_made(queue)) return boost::asio::post(ex, [then = std::move(then)] { then(bus::bus_ok()); });
+  boost::asio::post(bus_executor(), [self = shared_from_this(), queue, ex, then = std::move(then)]() mutable {
+    auto made = self->make_consumer(*self->bus_, queue);
+    boost::asio::post(ex, [then = std::move(then), made = std::move(made)] { then(made); });
+  });
+}
+
 void broker::forget_queue(const std::string& queue) {
   write_topology([&](routing::topology& t) { return t.erase_queue(queue); });
   legacy_->forget(queue);
   std::vector<std::weak_ptr<channel_context>> channels;
   {
     std::lock_guard lock(owners_mutex_);
+    consumers_made_.erase(queue);
     exclusive_owners_.erase(queue);
     transient_.erase(routing::queue_key(queue));
     uses_.erase(queue);

@@ -110,6 +110,16 @@ class broker : public std::enable_shared_from_this<broker> {
   // The queue whose consumer this is, when the mirror has it.
   std::optional<std::string> queue_of_consumer(const std::string& consumer) const;
   bool has_legacy_queues() const;
+  // Under limits retention a queue has a bus consumer only once it is read: each reader (consume,
+  // get, the expiry sweeper, a head drop) makes sure of it first. Blocking, on the bus pool. Known
+  // made afterwards, until the queue goes or a pull finds the consumer gone (forget_consumer).
+  // `bus`: the reader's client, whose credentials make it.
+  bus::bus_status make_consumer(bus::client& bus, const std::string& queue);
+  bool consumer_made(const std::string& queue) const;
+  void forget_consumer(const std::string& queue);
+  // make_consumer with the broker's client, off the caller's thread: `then` runs on `ex` with its answer.
+  void after_consumer_made(const std::string& queue, boost::asio::any_io_executor ex,
+                           std::function<void(bus::bus_status)> then);
   void forget_connection_client(std::uint64_t connection_id);
   std::map<std::string, std::uint64_t> held() const;
   // Removes one consumer (unknown: no-op). When it was the queue's last one in this process
@@ -278,6 +288,7 @@ class broker : public std::enable_shared_from_this<broker> {
   std::map<std::string, std::vector<consumer_ref>> consumers_;
   std::map<std::uint64_t, std::weak_ptr<bus::client>> connection_clients_;
   std::set<std::string> transient_;
+  std::set<std::string> consumers_made_;  // queues whose bus consumer this process made or found
   struct use_record {
     std::uint64_t at_ms = 0;                       // the latest use here (wall clock)
     std::chrono::steady_clock::time_point written{};  // when the bucket was last told

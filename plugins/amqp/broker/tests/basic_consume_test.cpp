@@ -36,6 +36,13 @@ void acked_at_once(harness& h, std::size_t n) {
   CHECK(h.conn.exceptions[0].code == wire::reply_code::precondition_failed);
 }
 
+// One basic.get of `queue`, answered get-ok.
+void get_ok(harness& h, const std::string& queue, bool no_ack = true) {
+  const auto before = h.count<wire::basic_get_ok>();
+  h.method(wire::basic_get{0, queue, no_ack});
+  REQUIRE(h.run_until([&] { return h.count<wire::basic_get_ok>() > before; }));
+}
+
 }  // namespace
 
 TEST_CASE("with prefetch N exactly N deliveries are in flight, and the next comes only after an ack") {
@@ -140,6 +147,93 @@ TEST_CASE("an auto-delete queue whose deletion the bus failed is deleted on a la
   CHECK(gone);
   CHECK_FALSE(h.bus->has_consumer(consumer_of("ad")));
   CHECK(h.warnings.size() == 1);
+}
+
+TEST_CASE("a queue has no bus consumer until it is read: its messages wait on its subject, counted from there") {
+  harness h;
+  h.open();
+  h.declare("idle");
+  h.fill("idle", 3);
+  CHECK_FALSE(h.bus->has_consumer(consumer_of("idle")));
+  wire::queue_declare passive;
+  passive.queue = "idle";
+  passive.passive = true;
+  h.method(passive);
+  REQUIRE(h.run_until([&] { return h.count<wire::queue_declare_ok>() == 2; }));
+  CHECK(h.all<wire::queue_declare_ok>()[1].message_count == 3);
+  CHECK_FALSE(h.bus->has_consumer(consumer_of("idle")));
+  h.consume("idle", "c", /*no_ack=*/true);
+  CHECK(h.bus->has_consumer(consumer_of("idle")));
+  REQUIRE(h.run_until([&] { return h.delivered_bodies().size() == 3; }));
+  CHECK(h.delivered_bodies() == std::vector<std::string>{"m1", "m2", "m3"});
+}
+
+TEST_CASE("a queue's bus consumer goes once nobody used it for a while, and the next read makes it again") {
+  harness h{std::chrono::seconds{1}};
+  h.open();
+  h.declare("r");
+  h.fill("r", 3);
+  get_ok(h, "r", /*no_ack=*/false);
+  h.method(wire::basic_ack{1, false});
+  h.settle();
+  REQUIRE(h.bus->has_consumer(consumer_of("r")));
+  bool gone = false;
+  for (int i = 0; i < 5 && !gone; ++i) gone = h.run_until([&] { return !h.bus->has_consumer(consumer_of("r")); });
+  REQUIRE(gone);
+  CHECK(h.bus->ready(consumer_of("r")) == 2);  // what it settled was removed first
+  get_ok(h, "r");
+  std::vector<std::string> bodies;
+  for (const auto& f : h.conn.frames)
+    if (std::holds_alternative<wire::basic_get_ok>(f.method)) bodies.push_back(f.body);
+  CHECK(bodies == std::vector<std::string>{"m1", "m2"});
+  CHECK(h.all<wire::basic_get_ok>()[1].redelivered == false);
+}
+
+TEST_CASE("a queue's bus consumer stays while a delivery is unsettled or a consumer reads it") {
+  harness h{std::chrono::seconds{1}};
+  h.open();
+  h.declare("held");
+  h.declare("read");
+  h.fill("held", 1);
+  get_ok(h, "held", /*no_ack=*/false);  // never acked
+  h.consume("read", "c");
+  for (int i = 0; i < 3; ++i) (void)h.run_until([] { return false; });  // three rounds of the look, at least
+  CHECK(h.bus->has_consumer(consumer_of("held")));
+  CHECK(h.bus->has_consumer(consumer_of("read")));
+}
+
+TEST_CASE("a get whose queue's consumer another replica removed makes it again and takes the message") {
+  harness h;
+  h.open();
+  h.declare("gone");
+  h.fill("gone", 2);
+  get_ok(h, "gone");
+  REQUIRE(h.bus->delete_queue_consumer(consumer_of("gone")).ok());  // as another replica's look does
+  get_ok(h, "gone");
+  CHECK(h.count<wire::basic_get_empty>() == 0);
+  CHECK(h.bus->has_consumer(consumer_of("gone")));
+}
+
+TEST_CASE("a consumer whose queue's bus consumer went makes it again, and what it had delivered comes back redelivered") {
+  harness h;
+  h.open();
+  h.declare("lost");
+  h.qos(2);
+  h.consume("lost", "c");
+  h.fill("lost", 2);
+  REQUIRE(h.run_until([&] { return h.delivered_bodies().size() == 2; }));
+  // Its deliveries' acks find no consumer: the one made again delivers them as if new.
+  REQUIRE(h.bus->delete_queue_consumer(consumer_of("lost")).ok());
+  h.fill("lost", 1, 3);
+  h.method(wire::basic_ack{2, true});
+  REQUIRE(h.run_until([&] { return h.delivered_bodies().size() == 4; }));
+  h.method(wire::basic_ack{4, true});
+  REQUIRE(h.run_until([&] { return h.delivered_bodies().size() == 5; }));
+  CHECK(h.delivered_bodies() == std::vector<std::string>{"m1", "m2", "m1", "m2", "m3"});
+  const auto deliveries = h.all<wire::basic_deliver>();
+  CHECK(deliveries[2].redelivered);
+  CHECK(deliveries[3].redelivered);
+  CHECK_FALSE(deliveries[4].redelivered);
 }
 
 TEST_CASE("basic.cancel is answered cancel-ok, nothing is delivered after it, and its deliveries may still be acked") {
@@ -278,8 +372,9 @@ TEST_CASE("basic.get answers get-ok with the next message and how many remain, s
   h.open();
   h.declare("q");
   h.fill("q", 3);
-  h.method(wire::basic_get{0, "q", false});
-  REQUIRE(h.run_until([&] { return h.count<wire::basic_get_ok>() == 1; }));
+  CHECK_FALSE(h.bus->has_consumer(consumer_of("q")));
+  get_ok(h, "q", /*no_ack=*/false);  // its first read makes its consumer, which starts at its first message
+  CHECK(h.bus->has_consumer(consumer_of("q")));
   const auto ok = h.all<wire::basic_get_ok>()[0];
   CHECK(ok.delivery_tag == 1);
   CHECK_FALSE(ok.redelivered);
@@ -290,8 +385,7 @@ TEST_CASE("basic.get answers get-ok with the next message and how many remain, s
   CHECK(h.bus->unsettled(consumer_of("q")) == 1);
 
   h.method(wire::basic_reject{1, true});  // back to the queue, then fetched again
-  h.method(wire::basic_get{0, "q", false});
-  REQUIRE(h.run_until([&] { return h.count<wire::basic_get_ok>() == 2; }));
+  get_ok(h, "q", /*no_ack=*/false);
   const auto again = h.all<wire::basic_get_ok>()[1];
   CHECK(again.delivery_tag == 2);
   CHECK(again.redelivered);
@@ -331,8 +425,7 @@ TEST_CASE("basic.get with no-ack acks the message on the bus at once and leaves 
   h.open();
   h.declare("q");
   h.fill("q", 1);
-  h.method(wire::basic_get{0, "q", true});
-  REQUIRE(h.run_until([&] { return h.count<wire::basic_get_ok>() == 1; }));
+  get_ok(h, "q");
   acked_at_once(h, 1);
 }
 

@@ -115,7 +115,11 @@ std::vector<settlement> fake_bus::settlements_of(settlement::kind k) const {
 
 std::uint64_t fake_bus::ready(const std::string& consumer) const {
   auto it = consumers_.find(consumer);
-  return it == consumers_.end() ? 0 : pending_count(it->second) + it->second.requeued.size();
+  if (it != consumers_.end()) return pending_count(it->second) + it->second.requeued.size();
+  // Not read yet: what its subject holds (a queue's consumer name is its subject's last word).
+  const std::string subject = "amqp._." + consumer;
+  return static_cast<std::uint64_t>(
+      std::count_if(stream_.begin(), stream_.end(), [&](const message& m) { return !m.purged && m.subject == subject; }));
 }
 
 std::uint64_t fake_bus::unsettled(const std::string& consumer) const {
@@ -183,6 +187,7 @@ std::optional<bus::delivery> fake_bus::take(const std::string& consumer) {
   } else {
     return std::nullopt;
   }
+  c.last_active_ms = now_ms();
   auto& h = c.ack_pending[seq];
   ++h.deliveries;
   h.reply = "$JS.ACK.AMQP." + consumer + "." + std::to_string(seq) + "." + std::to_string(++reply_serial_);
@@ -260,6 +265,7 @@ void fake_bus::settle(const std::string& reply, settlement::kind how) {
     return settlements_.push_back({how, consumer, seq, true});
   }
   settlements_.push_back({how, consumer, seq, false});
+  c->second.last_active_ms = now_ms();
   if (how == settlement::kind::nak) {
     h->second.reply.clear();
     c->second.requeued.push_back(seq);
@@ -344,14 +350,21 @@ bus::bus_status fake_bus::kv_delete(const std::string& key) {
 
 bus::bus_status fake_bus::ensure_queue_consumer(const std::string& queue, const std::vector<std::string>& filters,
                                                 bus::queue_sharing) {
-  auto [it, created] = consumers_.try_emplace(queue);
-  if (created) it->second.cursor = stream_.size();  // DeliverNew
-  it->second.filters = filters;
+  consumers_[queue].filters = filters;  // a new one starts at the first message
   return bus::bus_ok();
 }
 
 bus::bus_status fake_bus::delete_queue_consumer(const std::string& queue) {
   consumers_.erase(queue);
+  // Its waiting requests end as the server ends them (409, no count of what they did not bring).
+  std::vector<std::pair<std::shared_ptr<fake_puller>, std::uint32_t>> ended;
+  std::erase_if(waiting_, [&](const waiting_request& w) {
+    auto p = w.puller.lock();
+    if (!p || p->queue() != queue) return !p;
+    ended.emplace_back(std::move(p), w.left);
+    return true;
+  });
+  for (auto& [p, left] : ended) p->event({bus::pull_status::consumer_gone, 409, "Consumer Deleted", left});
   return bus::bus_ok();
 }
 
@@ -377,6 +390,7 @@ bus::bus_result<bus::queue_info> fake_bus::queue_info(const std::string& queue) 
   info.num_ack_pending = c.ack_pending.size();
   info.held_here = unsettled(queue);
   info.delivered_stream_seq = c.cursor;
+  info.last_active_ms = c.last_active_ms;
   info.ack_floor_stream_seq = c.ack_pending.empty() ? c.cursor : c.ack_pending.begin()->first - 1;
   info.filters = c.filters;
   std::sort(info.filters.begin(), info.filters.end());
@@ -390,6 +404,13 @@ bus::bus_result<std::map<std::string, bus::queue_info>> fake_bus::peek_all_queue
   for (const auto& [name, c] : consumers_)
     if (!name.starts_with('~')) all.emplace(name, *queue_info(name));  // the adaptor's own are no queues
   return all;
+}
+
+bus::bus_result<std::map<std::string, std::uint64_t>> fake_bus::stored_per_subject(const std::string& filter) {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& m : stream_)
+    if (!m.purged && subject_matches(filter, m.subject)) ++out[m.subject];
+  return out;
 }
 
 bus::bus_status fake_bus::purge_subject(const std::string& subject) {

@@ -5,9 +5,10 @@
 //  - the KV bucket `amqp`: get/create/update/put/delete with one revision counter, a snapshot,
 //    and a watch that replays synchronously and then posts each later change to its executor;
 //  - stream AMQP: every stored message has a subject and the next sequence number;
-//  - per-queue durable consumers (ensure_queue_consumer): DeliverNew, so a consumer sees only
-//    what was stored after it was created, filtered by NATS subject matching (`*`, `>`); and
+//  - limits retention: a queue's consumer is made by its first reader (ensure_queue_consumer),
+//    and starts at the stream's first message, filtered by NATS subject matching (`*`, `>`);
 //    bus::due_consumer, made with the bus, on every due delayed message;
+//  - the messages stored on each subject (stored_per_subject), what a queue without a consumer holds;
 //  - pullers: waiting requests are served in arrival order; a message goes to the oldest open
 //    request, requeued (NAK'ed) messages first in NAK order, then never-delivered ones in stream
 //    order; a no-wait request (expires 0) gets one message or a 404 no_messages event at once;
@@ -16,7 +17,7 @@
 //    again with its delivery count raised; a stale reply is recorded and has no effect;
 //  - publish: by default stored and confirmed at once; in manual mode each publish waits until
 //    the test completes it with success (stored) or a failure, in any order;
-//  - queue_info's counts (pending, ack pending, held here, delivered stream sequence).
+//  - queue_info's counts (pending, ack pending, held here, delivered stream sequence, last active).
 // What it does not model: ack wait expiry, pinned groups (single active consumer), max bytes
 // per request, the NAK gate that holds pulls back, direct reply-to delivery, credentials.
 // Everything runs on the test's thread: worker_executor() is the test's io_context, so a
@@ -122,8 +123,8 @@ class fake_bus final : public bus::client {
   bool answered(std::size_t index) const { return publishes_.at(index).answered; }
   std::vector<settlement> settlements_of(settlement::kind k) const;
   const std::vector<pull_request>& requests() const { return requests_; }
-  // Messages of the queue's consumer (by consumer name): never delivered or requeued, and
-  // delivered but not yet settled.
+  // Messages of the queue's consumer (by consumer name): never delivered or requeued (before its
+  // first read, what its subject holds), and delivered but not yet settled.
   std::uint64_t ready(const std::string& consumer) const;
   std::uint64_t unsettled(const std::string& consumer) const;
   bool has_consumer(const std::string& consumer) const { return consumers_.contains(consumer); }
@@ -160,6 +161,8 @@ class fake_bus final : public bus::client {
   bus::bus_status purge_subject(const std::string& subject) override;
   bus::bus_status purge_subject_below(const std::string& subject, std::uint64_t below) override;
   bus::bus_result<bool> use_limits_retention() override { return true; }
+  bool retains_by_limits() const override { return true; }
+  bus::bus_result<std::map<std::string, std::uint64_t>> stored_per_subject(const std::string& filter) override;
   std::vector<std::string> take_settled() override;
   bus::bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,
                               bus::queue_sharing sharing) override;
@@ -237,7 +240,13 @@ class fake_bus final : public bus::client {
     std::uint64_t cursor = 0;                 // every message up to it was delivered once
     std::deque<std::uint64_t> requeued;       // NAK'ed, in NAK order: served first
     std::map<std::uint64_t, held> ack_pending;  // delivered and not acked/termed
+    std::uint64_t last_active_ms = now_ms();    // made, delivered or settled last (queue_info)
   };
+  static std::uint64_t now_ms() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+  }
   struct waiting_request {
     std::weak_ptr<fake_puller> puller;
     std::uint32_t left = 0;

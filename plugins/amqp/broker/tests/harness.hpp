@@ -78,7 +78,7 @@ class fake_connection final : public connection_port {
 
 class harness {
  public:
-  harness();
+  explicit harness(std::chrono::seconds idle_consumer_after = std::chrono::seconds{60});
   ~harness();
 
   std::vector<std::string> warnings;  // what the broker logged as warnings, in order

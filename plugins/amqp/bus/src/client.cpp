@@ -38,6 +38,7 @@ bus_result<std::shared_ptr<client>> client_impl::sign_in(const credentials& who,
   options.reclaim_unacked = false;
   options.connection_name = options_.connection_name + (who.user.empty() ? ":token" : ":" + who.user);
   auto c = std::make_shared<client_impl>(std::move(options));
+  c->limits_retention_ = limits_retention_;
   auto done = c->dial();
   if (done) done = c->start_inbox();
   if (done) done = c->check_inbox_permitted();

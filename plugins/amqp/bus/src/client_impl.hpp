@@ -258,6 +258,8 @@ class client_impl final : public client {
   bus_status purge_subject(const std::string& subject) override;
   bus_status purge_subject_below(const std::string& subject, std::uint64_t below) override;
   bus_result<bool> use_limits_retention() override;
+  bool retains_by_limits() const override { return *limits_retention_; }
+  bus_result<std::map<std::string, std::uint64_t>> stored_per_subject(const std::string& filter) override;
   bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,
                          queue_sharing sharing) override;
   bus_result<std::uint64_t> last_sequence() override;
@@ -456,7 +458,8 @@ class client_impl final : public client {
 
   held_deliveries held_;  // its own lock
   unseen_returns unseen_;  // its own lock
-  std::atomic<bool> limits_retention_{false};  // stream AMQP's, as last read or made
+  // Stream AMQP's, as last read or made; shared with the clients signed in through this one.
+  std::shared_ptr<std::atomic<bool>> limits_retention_ = std::make_shared<std::atomic<bool>>(false);
   std::mutex settled_mutex_;
   std::set<std::string, std::less<>> settled_;  // consumers settled since take_settled, under settled_mutex_
 

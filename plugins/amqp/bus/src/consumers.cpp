@@ -276,6 +276,20 @@ bus_status client_impl::purge_subject_below(const std::string& subject, std::uin
   return bus_ok();
 }
 
+bus_result<std::map<std::string, std::uint64_t>> client_impl::stored_per_subject(const std::string& filter) {
+  const std::string step = "count the messages on " + filter;
+  std::map<std::string, std::uint64_t> out;
+  for (std::uint64_t offset = 0;;) {
+    auto page = api(step, std::string{"STREAM.INFO."} + stream_name, json{{"subjects_filter", filter}, {"offset", offset}});
+    if (!page) return page.error();
+    const json subjects = page->value("state", json::object()).value("subjects", json::object());
+    for (const auto& [subject, count] : subjects.items())
+      if (count.is_number_unsigned()) out.emplace(subject, count.get<std::uint64_t>());
+    offset += subjects.size();
+    if (subjects.empty() || offset >= page->value("total", std::uint64_t{0})) return out;
+  }
+}
+
 bus_result<std::uint64_t> client_impl::last_sequence() {
   auto info = api("read the stream's last sequence", std::string{"STREAM.INFO."} + stream_name, nullptr);
   if (!info) return info.error();
@@ -358,3 +372,17 @@ bus_result<std::optional<stored_message>> client_impl::next_stored(std::uint64_t
 }
 
 }  // namespace amqp::bus::detail
+
+namespace amqp::bus {
+
+bus_result<queue_info> queue_counts(client& bus, const std::string& consumer, const std::string& subject, bool peek) {
+  auto info = peek ? bus.peek_queue(consumer) : bus.queue_info(consumer);
+  if (info || info.error().kind != bus_errc::not_found || !bus.retains_by_limits()) return info;
+  auto stored = bus.stored_per_subject(subject);
+  if (!stored) return stored.error();
+  queue_info out;
+  if (auto it = stored->find(subject); it != stored->end()) out.num_pending = it->second;
+  return out;
+}
+
+}  // namespace amqp::bus

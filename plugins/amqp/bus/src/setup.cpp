@@ -36,7 +36,7 @@ std::string stream_mismatch(const json& config) {
 
 // Known from the mount (or an earlier call) without a request: asked every second by the broker.
 bus_result<bool> client_impl::use_limits_retention() {
-  if (limits_retention_) return true;
+  if (*limits_retention_) return true;
   const std::string step = std::string{"make stream "} + stream_name + "'s retention limits";
   auto info = api(step, std::string{"STREAM.INFO."} + stream_name, nullptr);
   if (!info) return info.error();
@@ -47,7 +47,7 @@ bus_result<bool> client_impl::use_limits_retention() {
     if (!updated) return updated.error();
     if (updated->value("config", json::object()).value("retention", std::string{}) != "limits") return false;
   }
-  limits_retention_ = true;
+  *limits_retention_ = true;
   return true;
 }
 
@@ -131,7 +131,7 @@ bus_status client_impl::ensure_stream() {
   if (info) {
     const std::string differs = stream_mismatch(info->value("config", json::object()));
     stream_created_ = info->value("created", std::string{});
-    limits_retention_ = info->value("config", json::object()).value("retention", std::string{}) == "limits";
+    *limits_retention_ = info->value("config", json::object()).value("retention", std::string{}) == "limits";
     if (!differs.empty())
       return failure(step, "a stream named " + std::string{stream_name} + " already exists and " + differs +
                                "; it is left untouched: delete or fix it, or point CLOUD_PUBSUB_URL at another bus");
@@ -153,7 +153,7 @@ bus_status client_impl::ensure_stream() {
   auto created = api(step, std::string{"STREAM.CREATE."} + stream_name, config);
   if (!created) return created.error();
   stream_created_ = created->value("created", std::string{});
-  limits_retention_ = true;
+  *limits_retention_ = true;
   return ensure_delayed_consumers(step);
 }
 

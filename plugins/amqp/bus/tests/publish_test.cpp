@@ -1097,3 +1097,26 @@ TEST_CASE("a single-active queue serves one puller at a time, and the next once 
   second.p->stop();
   REQUIRE(h.run_until([&] { return second.stopped(); }));
 }
+
+TEST_CASE("a queue without a consumer counts what its subject holds, and once it has one, the consumer's counts") {
+  harness h;
+  REQUIRE(h.bus->retains_by_limits());
+  for (int i = 0; i < 3; ++i) REQUIRE(h.publish_one("amqp._.idle", "", "m").ok());
+  REQUIRE(h.publish_one("amqp._.other", "", "m").ok());
+  auto stored = h.bus->stored_per_subject("amqp._.>");
+  REQUIRE_MESSAGE(stored.ok(), stored.error().text);
+  CHECK(*stored == std::map<std::string, std::uint64_t>{{"amqp._.idle", 3}, {"amqp._.other", 1}});
+  CHECK(h.bus->stored_per_subject("amqp._.none")->empty());
+
+  auto idle = queue_counts(*h.bus, "idle", "amqp._.idle", false);
+  REQUIRE_MESSAGE(idle.ok(), idle.error().text);
+  CHECK(idle->ready() == 3);
+  REQUIRE(h.bus->ensure_queue_consumer("idle", {"amqp._.idle"}).ok());
+  auto first = get_one(h, "idle");
+  REQUIRE(first.message);
+  auto read = queue_counts(*h.bus, "idle", "amqp._.idle", false);
+  REQUIRE_MESSAGE(read.ok(), read.error().text);
+  CHECK(read->num_pending == 2);
+  CHECK(read->num_ack_pending == 1);
+  h.bus->ack(first.message->reply);
+}

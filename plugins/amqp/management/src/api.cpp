@@ -5,8 +5,10 @@
 #include "api.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "amqp/routing/names.hpp"
+#include "amqp/routing/subject.hpp"
 #include "handlers.hpp"
 #include "off_loop.hpp"
 #include "routes.hpp"
@@ -30,12 +32,21 @@ bus::bus_result<std::map<std::string, bus::queue_info>> queue_counts(const vhost
   auto all = bus->peek_all_queues();
   if (!all) return all;
   const auto held = broker::held_of(*v.broker);
+  std::optional<std::map<std::string, std::uint64_t>> stored;  // asked once, if some queue was never read
   for (const auto& [queue, def] : t.queues()) {
     const auto consumer = routing::consumer_name(queue);
     if (def.type() == routing::queue_type::stream) {
       if (auto state = bus->queue_stream_state(consumer)) (*all)[consumer] = bus::queue_info{state->messages};
     } else if (auto it = all->find(consumer); it != all->end()) {
       count_held(held, consumer, it->second);
+    } else if (bus->retains_by_limits()) {
+      if (!stored) {
+        auto per_subject = bus->stored_per_subject(routing::queue_subjects());
+        if (!per_subject) return per_subject.error();
+        stored = std::move(*per_subject);
+      }
+      auto found = stored->find(routing::queue_subject(queue));
+      (*all)[consumer] = bus::queue_info{found == stored->end() ? 0 : found->second};
     }
   }
   return all;
@@ -49,7 +60,7 @@ bus::bus_result<bus::queue_info> queue_count(const vhost& v, const std::string& 
     if (!held) return held.error();
     return bus::queue_info{held->messages};
   }
-  auto info = bus->peek_queue(consumer);
+  auto info = bus::queue_counts(*bus, consumer, routing::queue_subject(queue), true);
   if (info) count_held(broker::held_of(*v.broker), consumer, *info);
   return info;
 }

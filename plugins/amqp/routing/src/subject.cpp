@@ -148,6 +148,9 @@ wire::result<std::string> publish_subject(std::string_view exchange, std::string
   return subject_of(exchange, routing_key);
 }
 
+std::string queue_subject(std::string_view queue) { return subject_of("", name_word(queue)); }
+std::string queue_subjects() { return subject_of("", ">"); }
+
 namespace {
 constexpr std::string_view reply_subject_root = "amqp-reply";
 }  // namespace

@@ -68,8 +68,11 @@ void drop_consumer(basic_state& s, consumer& c, bool registered) {
   if (registered) s.ctx.state().remove_consumer(c.queue(), s.ctx, c.tag());
 }
 
-// Whether `queue` exists and this connection may use it; the channel fails otherwise (404
-// absent, 405 another connection's exclusive queue).
+// Whether `queue` exists and this connection may use it; the channel fails otherwise (404 absent,
+// 405 another connection's exclusive queue). Under limits retention its first reader makes its bus
+// consumer (broker::make_consumer): a refusal (credentials, the bus's consumer limit) fails the
+// channel; a bus that did not answer (a leader being elected) leaves it to the reader's pulls,
+// which make it again until it is there.
 task<bool> usable_queue(channel_context& ctx, const std::string& queue, wire::method_key during) {
   const bool in_mirror =
       ctx.state().read_topology([&](const routing::topology& t) { return t.find_queue(queue) != nullptr; });
@@ -83,6 +86,13 @@ task<bool> usable_queue(channel_context& ctx, const std::string& queue, wire::me
   std::string sentence;
   if (!ctx.state().may_use(queue, ctx.connection_id(), sentence)) {
     ctx.fail(wire::reply_code::resource_locked, sentence, during, locked_remedy);
+    co_return false;
+  }
+  if (ctx.state().type_of(queue) == routing::queue_type::stream || ctx.state().consumer_made(queue)) co_return true;
+  auto make = [b = &ctx.state(), bus = ctx.bus_ptr(), queue] { return b->make_consumer(*bus, queue); };
+  auto made = co_await ctx.on_bus(during, std::move(make));
+  if (!made && (made.error().kind == bus::bus_errc::denied || made.error().kind == bus::bus_errc::limit)) {
+    bus_failed(ctx, made.error(), during);
     co_return false;
   }
   co_return true;
@@ -193,8 +203,17 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   }
 
   void empty(const bus::pull_event& e) {
-    // Nothing ready for this request; or the queue (known to exist) has no consumer on the bus
-    // at this instant: declared through another connection a moment ago, its consumer on the way.
+    if (e.status == bus::pull_status::consumer_gone && !remade_) {
+      // Another replica found the queue's consumer unused an instant before: made again, asked again.
+      remade_ = true;
+      auto& b = s_.ctx.state();
+      b.forget_consumer(queue_);
+      b.after_consumer_made(queue_, s_.ctx.executor(), [weak = weak_from_this()](const bus::bus_status&) {
+        if (auto self = weak.lock()) self->pull();
+      });
+      return;
+    }
+    // Nothing ready for this request; or the queue (known to exist) still has no consumer on the bus.
     if (e.status == bus::pull_status::no_messages || e.status == bus::pull_status::request_expired ||
         e.status == bus::pull_status::consumer_gone) {
       s_.ctx.reply(wire::basic_get_empty{});
@@ -228,6 +247,7 @@ class get_request final : public std::enable_shared_from_this<get_request> {
   std::shared_ptr<bus::puller> puller_;
   std::optional<bus::delivery> taken_;  // pulled, not yet handed to the client
   std::string why_;  // what the bus said, when it did not answer with a message or empty
+  bool remade_ = false;  // its pull found no consumer once, and made it again
   turn turn_;        // basic.get's, held until it is answered (or the channel goes)
 };
 

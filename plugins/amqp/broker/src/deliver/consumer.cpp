@@ -214,6 +214,8 @@ void consumer::on_delivery(bus::delivery d) {
     deliver(*channel_, options_.tag, false, shared_from_this(), std::move(d), delivery_count::never, offset);
     return pump();
   }
+  last_seq_ = std::max(last_seq_, d.stream_seq);
+  if (d.stream_seq <= delivered_before_remake_) d.delivered = std::max<std::uint64_t>(d.delivered, 2);
   if (passed_over(*channel_, options_.queue, d)) {
     give(1);
     pump();
@@ -228,6 +230,7 @@ void consumer::on_event(const bus::pull_event& e) {
   give(e.unfilled);
   if (!channel_) return;
   if (reads_stream() && e.status == bus::pull_status::consumer_gone) return reopen_reader();
+  if (e.status == bus::pull_status::consumer_gone) return remake_consumer();
   switch (e.status) {
     case bus::pull_status::no_messages:
     case bus::pull_status::request_expired:
@@ -297,6 +300,17 @@ void consumer::top_up_later() {
     if (!self.may_ask() || self.wait_for_socket()) return;
     if (self.puller_->asked() != 0) return self.pump();
     if (const std::uint32_t n = self.wanted(true); n > 0) self.ask(n);
+  });
+}
+
+// The queue's bus consumer went (another replica found it unused an instant before this one read,
+// or it was deleted behind the adaptor's back): it is made again, as a first reader makes it.
+void consumer::remake_consumer() {
+  delivered_before_remake_ = last_seq_;
+  auto& b = channel_->ctx.state();
+  b.forget_consumer(options_.queue);
+  b.after_consumer_made(options_.queue, channel_->ctx.executor(), [weak = weak_from_this()](const bus::bus_status&) {
+    if (auto self = weak.lock()) self->retry_later();  // a failure is tried again the same way
   });
 }
 

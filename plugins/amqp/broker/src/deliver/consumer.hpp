@@ -87,6 +87,7 @@ class consumer final : public std::enable_shared_from_this<consumer> {
   template <class Then>
   void later(boost::asio::steady_timer& timer, bool consumer::*armed, std::chrono::milliseconds delay, Then then);
   void retry_later();
+  void remake_consumer();
   bool wait_for_socket();
   void drop_reader();  // once, when it asks for nothing more
   void delete_reader(const std::string& reader);
@@ -114,7 +115,10 @@ class consumer final : public std::enable_shared_from_this<consumer> {
   bool reader_dropped_ = false;
   bool reopening_ = false;
   bool cancel_done_ = false;       // its cancel was answered: no reader is opened again
-  std::uint64_t last_seq_ = 0;     // a stream consumer's last delivered stream sequence
+  std::uint64_t last_seq_ = 0;     // the highest stream sequence it delivered
+  // Its queue's bus consumer went and was made again (remake_consumer): what it had delivered up
+  // to then comes again from the new one as if new, and is shown redelivered.
+  std::uint64_t delivered_before_remake_ = 0;
   std::uint64_t generation_ = 0;   // its current puller's: an older one's deliveries are dropped
 };
 

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "amqp/routing/names.hpp"
+#include "amqp/routing/subject.hpp"
 #include "amqp/routing/topology.hpp"
 #include "channel/channel_context.hpp"
 #include "housekeeping/dead_letter.hpp"
@@ -154,7 +155,8 @@ void expiry_sweeper::next_queue() {
 // Blocking, on the bus pool. Nothing to do while a pull of any replica waits on the queue (that
 // reader finds what expired), or when the head was delivered before (requeued).
 expiry_sweeper::head expiry_sweeper::look(broker& b, const std::string& queue, const std::set<std::uint64_t>& given_up) {
-  auto info = b.bus().peek_queue(routing::consumer_name(queue));  // a count that lags only delays the look
+  // A count that lags only delays the look.
+  auto info = bus::queue_counts(b.bus(), routing::consumer_name(queue), routing::queue_subject(queue), true);
   if (!info) return {false, false, std::nullopt, info.error().kind != bus::bus_errc::not_found};
   const auto expires = b.read_topology([&](const routing::topology& t) -> std::optional<std::uint64_t> {
     const auto* def = t.find_queue(queue);
@@ -167,6 +169,7 @@ expiry_sweeper::head expiry_sweeper::look(broker& b, const std::string& queue, c
   }
   auto h = look_at_head(b, queue, *info, given_up);
   h.ack_floor = info->ack_floor_stream_seq;
+  if (h.expired && !b.make_consumer(b.bus(), queue)) return {false, false, std::nullopt, true};  // taken by a pull
   if (!h.expires_at_ms || (use.expires_at_ms && *use.expires_at_ms < *h.expires_at_ms)) h.expires_at_ms = use.expires_at_ms;
   return h;
 }

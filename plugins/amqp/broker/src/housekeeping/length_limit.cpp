@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "amqp/routing/names.hpp"
+#include "amqp/routing/subject.hpp"
 #include "channel/channel_context.hpp"
 #include "housekeeping/dead_letter.hpp"
 #include "topology/topology_store.hpp"
@@ -25,6 +26,17 @@ class head_dropper : public std::enable_shared_from_this<head_dropper> {
         done_(std::move(done)) {}
 
   void start(broker& b) {
+    b.after_consumer_made(queue_, ex_, [self = shared_from_this()](const bus::bus_status& made) {
+      auto owner = self->broker_.lock();
+      if (owner && !made)  // the queue stays over its limit until its next publish
+        owner->warn("dropping the head of queue '" + self->queue_ + "': " + made.error().text);
+      if (!owner || !made) return self->finish();
+      self->pull(*owner);
+    });
+  }
+
+ private:
+  void pull(broker& b) {
     // The callbacks keep it alive until its puller has stopped (which lets them go).
     bus::puller_callbacks callbacks;
     callbacks.on_delivery = [self = shared_from_this()](bus::delivery d) { self->taken(std::move(d)); };
@@ -33,7 +45,6 @@ class head_dropper : public std::enable_shared_from_this<head_dropper> {
     next();
   }
 
- private:
   void next() {
     if (left_ == 0) return finish();
     puller_->request(1, std::chrono::milliseconds(0));
@@ -55,7 +66,7 @@ class head_dropper : public std::enable_shared_from_this<head_dropper> {
 
   void finish() {
     if (!done_) return;
-    puller_->stop();
+    if (puller_) puller_->stop();
     auto done = std::move(done_);
     done_ = nullptr;
     done();
@@ -75,7 +86,7 @@ class head_dropper : public std::enable_shared_from_this<head_dropper> {
 counts_or_failure ready_counts(bus::client& bus, const std::vector<std::string>& queues, bool for_dropping) {
   std::vector<std::uint64_t> counts;
   for (const auto& q : queues) {
-    auto info = bus.queue_info(routing::consumer_name(q));
+    auto info = bus::queue_counts(bus, routing::consumer_name(q), routing::queue_subject(q), false);
     if (!info && info.error().kind == bus::bus_errc::not_found) {
       counts.push_back(0);
       continue;

@@ -6,6 +6,11 @@
 // removal is batched: once a second, one purge for each queue some client of this broker settled
 // deliveries of since the last round, however many it settled. An idle queue costs nothing here.
 //
+// A queue's consumer goes too once nobody used it for settings::idle_consumer_after (nothing held,
+// no pull waiting, no reader here): it had settled everything it delivered, so its subject is
+// purged below its last delivery first, and the next reader's consumer starts at what is left.
+// One CONSUMER.LIST page per 256 consumers, every half of that time, over the queues read lately.
+//
 // A store made under interest retention by an earlier release becomes limits once no queue reads
 // a previous release's filters any more (legacy_filters.hpp); until then the server removes what
 // is settled, and this does nothing.
@@ -15,6 +20,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -40,6 +46,8 @@ class settled_removal final : public std::enable_shared_from_this<settled_remova
   void round(const std::shared_ptr<broker>& b, std::set<std::string> settled);
   bool limits(broker& b);
   bool remove_settled(broker& b, const std::string& consumer, const std::string& subject);
+  bool idle_look_due() const { return std::chrono::steady_clock::now() >= next_idle_look_.load(); }
+  void remove_idle_consumers(broker& b);
 
   std::weak_ptr<broker> broker_;
   strand strand_;
@@ -47,6 +55,7 @@ class settled_removal final : public std::enable_shared_from_this<settled_remova
   std::atomic<bool> stopped_{false};
   std::atomic<bool> limits_{false};
   std::atomic<bool> retrying_{false};                  // retry_ holds consumers
+  std::atomic<std::chrono::steady_clock::time_point> next_idle_look_{};
   std::map<std::string, std::uint64_t> purged_below_;  // consumer → its last purge's bound; rounds only
   std::set<std::string> retry_;                        // consumers whose purge failed; rounds only
 };

@@ -14,8 +14,6 @@
 
 namespace amqp::broker {
 
-std::string copy_subject(std::string_view queue) { return *routing::publish_subject("", queue); }
-
 publish_plan plan_publish(const broker& b, std::string_view exchange, std::string_view key,
                           const std::vector<std::string>& cc_keys, std::string_view property_octets) {
   return b.read_topology([&](const routing::topology& t) {
@@ -64,7 +62,7 @@ void publish_copies(bus::client& bus, const boost::asio::any_io_executor& ex, co
   auto state = std::make_shared<answers>(answers{queues.size(), bus::bus_ok(), std::move(done)});
   for (std::size_t i = 0; i < queues.size(); ++i) {
     const bool last = i + 1 == queues.size();
-    auto subject = copy_subject(queues[i]);
+    auto subject = routing::queue_subject(queues[i]);
     // The copy under its own subject needs no mark: it is what the publish named.
     auto mark = routed_as == subject ? std::string{} : routed_as;
     auto answered = [state](bus::bus_status stored) {

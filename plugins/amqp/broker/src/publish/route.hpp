@@ -40,9 +40,6 @@ struct publish_plan {
 publish_plan plan_publish(const broker& b, std::string_view exchange, std::string_view key,
                           const std::vector<std::string>& cc_keys, std::string_view property_octets);
 
-// The subject a queue's copies are stored under.
-std::string copy_subject(std::string_view queue);
-
 // One copy per queue, in the order given; `done` runs once on `ex`: ok when every copy is
 // stored, else the first refusal. Each copy counts as one publish of the bus client's. With a
 // `msg_id_prefix`, each copy's Nats-Msg-Id is it plus the queue's word, so that copies made again

@@ -78,11 +78,11 @@ task<bool> queue_there(channel_context& ctx, const std::string& name, wire::meth
   co_return usable(ctx, name, during);  // the bucket may say exclusive
 }
 
-// Messages ready for delivery (never delivered, or requeued), re-creating the consumer when it
-// is missing (deleted behind our back, or a replica stopped between writing the key and
-// creating it).
+// Messages ready for delivery (never delivered, or requeued). Under interest retention the
+// consumer is made again when it is missing (deleted behind our back, or a replica stopped
+// between writing the key and creating it): nothing is kept for a queue without one.
 count_or_failure pending_or_heal(broker& b, bus::client& bus, const std::string& queue) {
-  auto info = bus.queue_info(routing::consumer_name(queue));
+  auto info = bus::queue_counts(bus, routing::consumer_name(queue), routing::queue_subject(queue), false);
   if (info) return info->ready();
   if (info.error().kind != bus::bus_errc::not_found) return info.error();
   if (auto failed = store::converge_consumer(b, bus, queue)) return *failed;
@@ -211,7 +211,10 @@ create_result create_on_bus(broker& b, bus::client& bus, const std::string& name
         return failed.error();
       }
     }
-    // Declaring is what starts collecting (DeliverNew): the consumer comes before declare-ok.
+    // Under limits retention the queue's subject keeps what it is sent: its consumer waits for
+    // its first reader. Interest retention keeps only what a consumer's filter matches, and a
+    // stream queue's feeder reads its consumer from the start.
+    if (bus.retains_by_limits() && def.type() != routing::queue_type::stream) return outcome;
     bus::kv_entry entry{created->value, created->revision};
     if (auto failed = store::converge_consumer(b, bus, name, &entry)) {
       // A queue the bus has no room for is not left in the bucket without its consumer.

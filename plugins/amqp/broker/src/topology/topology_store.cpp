@@ -295,14 +295,14 @@ std::optional<bus::bus_error> remove_entry(broker& b, bus::client& bus, const st
 }
 
 std::variant<std::uint64_t, bus::bus_error> pending_messages(bus::client& bus, const std::string& queue) {
-  auto info = bus.queue_info(routing::consumer_name(queue));
+  auto info = bus::queue_counts(bus, routing::consumer_name(queue), routing::queue_subject(queue), false);
   if (info) return info->ready();
   if (info.error().kind == bus::bus_errc::not_found) return std::uint64_t{0};
   return info.error();
 }
 
 std::variant<std::uint64_t, bus::bus_error> purge(broker& b, bus::client& bus, const std::string& queue) {
-  auto info = bus.queue_info(routing::consumer_name(queue));
+  auto info = bus::queue_counts(bus, routing::consumer_name(queue), routing::queue_subject(queue), false);
   if (!info) return info.error();
   const std::uint64_t count = info->ready();
   // Nothing ready: the deliveries awaiting an ack stay the channel's, as RabbitMQ's purge leaves them.

@@ -39,6 +39,9 @@ struct settings {
   // CLOUD_AMQP_MAX_QUEUES: a declaration of a new queue beyond it is refused as RabbitMQ refuses
   // one past a vhost's max-queues limit.
   std::uint64_t max_queues = 1'000'000;
+  // How long a queue's bus consumer outlives its last use (nothing held, no pull waiting, no reader
+  // here): then it goes, and the queue costs one bucket entry again until it is read.
+  std::chrono::seconds idle_consumer_after{60};
   // This replica's identity across restarts (RabbitMQ's node name), e.g.
   // "<hostname>:<CLOUD_DATA_DIR>". Non-durable and exclusive queues/exchanges are marked with it
   // in the bucket: a clean stop deletes this process's ones, and a restart of the same node

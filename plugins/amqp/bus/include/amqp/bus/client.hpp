@@ -380,6 +380,13 @@ class client : public std::enable_shared_from_this<client> {
   // Blocking. Stream AMQP's retention becomes limits where a store made before it is interest
   // (docs/DESIGN.md, "Retention"): true once it is limits.
   virtual bus_result<bool> use_limits_retention() = 0;
+  // Whether stream AMQP has limits retention, as last read or made: what a queue is sent then
+  // waits on its subject whether or not it has a consumer, so a queue gets one only once it is read.
+  virtual bool retains_by_limits() const = 0;
+  // Blocking: how many messages the stream holds on each subject matching `filter` (STREAM.INFO's
+  // subjects_filter, up to 100,000 subjects a request); subjects holding none are absent. A queue
+  // without a consumer holds what its subject holds, every message ready.
+  virtual bus_result<std::map<std::string, std::uint64_t>> stored_per_subject(const std::string& filter) = 0;
   // The stream's last sequence: every message stored before the call has one at most this.
   virtual bus_result<std::uint64_t> last_sequence() = 0;
   // The first message stored at or after `from` whose subject matches one of `filters`;
@@ -505,5 +512,10 @@ class client : public std::enable_shared_from_this<client> {
   std::int64_t max_payload_ = 0;
   int replicas_ = 1;
 };
+
+// Blocking: a queue's counts, its consumer's (queue_info, or peek_queue when `peek`) once it has
+// one; before its first read it has none under limits retention, and holds what its subject holds,
+// every message ready.
+bus_result<queue_info> queue_counts(client& bus, const std::string& consumer, const std::string& subject, bool peek);
 
 }  // namespace amqp::bus

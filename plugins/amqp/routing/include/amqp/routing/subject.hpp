@@ -34,6 +34,12 @@ wire::result<exchange_kind> parse_exchange_kind(std::string_view kind);
 // word (name_word), so any queue name is reached.
 wire::result<std::string> publish_subject(std::string_view exchange, std::string_view routing_key);
 
+// The subject a queue's messages are stored under, amqp._.<queue word>: every message stored for
+// the queue is a copy there, whatever exchange routed it.
+std::string queue_subject(std::string_view queue);
+// Every queue's subject, as one filter: amqp._.>
+std::string queue_subjects();
+
 // A key publish_subject refuses only for whitespace or a control character (literal otherwise:
 // no empty word, no wildcard, not too long). No binding of a direct or topic exchange can hold
 // such a word, and no queue is named so: RabbitMQ routes it to nothing, and so does the broker
