@@ -278,12 +278,7 @@ void broker::feed_stream_queues() {
 
 void broker::reconcile_feeders() {
   if (feeding_stopped_) return;
-  auto streams = read_topology([](const routing::topology& t) {
-    std::set<std::string> names;
-    for (const auto& [name, def] : t.queues())
-      if (def.type() == routing::queue_type::stream) names.insert(name);
-    return names;
-  });
+  auto streams = read_topology([](const routing::topology& t) { return t.stream_queues(); });
   for (auto it = feeders_.begin(); it != feeders_.end();) {
     if (streams.contains(it->first)) {
       ++it;

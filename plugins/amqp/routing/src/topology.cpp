@@ -110,8 +110,7 @@ bool topology::erase_queue(std::string_view name) {
   auto it = queues_.find(name);
   if (it == queues_.end()) return false;
   unindex_queue(name, it->second);
-  if (it->second.max_length) --length_limited_;
-  if (it->second.message_ttl || it->second.dead_letter) --timed_;
+  tally(name, it->second, false);
   queues_.erase(it);
   if (auto d = declared_.find(name); d != declared_.end()) declared_.erase(d);
   if (auto p = policy_of_.find(name); p != policy_of_.end()) policy_of_.erase(p);
@@ -148,13 +147,11 @@ bool topology::settle_queue(std::string_view name, queue_def declared) {
     changed = false;
   } else {
     unindex_queue(name, it->second);
-    if (it->second.max_length) --length_limited_;
-    if (it->second.message_ttl || it->second.dead_letter) --timed_;
+    tally(name, it->second, false);
   }
   if (changed) {
     it->second = std::move(working);
-    if (it->second.max_length) ++length_limited_;
-    if (it->second.message_ttl || it->second.dead_letter) ++timed_;
+    tally(name, it->second, true);
     index_queue(name, it->second);
   }
   if (kept) {
@@ -327,6 +324,18 @@ std::vector<std::string> topology::queues_bound_to(std::string_view exchange) co
 bool topology::has_bindings(std::string_view exchange) const {
   const exchange_index* index = index_of(exchange);
   return index && !index->queues.empty();
+}
+
+void topology::tally(std::string_view queue, const queue_def& def, bool added) {
+  const auto step = [added](std::size_t& n) { n = added ? n + 1 : n - 1; };
+  if (def.max_length) step(length_limited_);
+  if (def.message_ttl || def.dead_letter) step(timed_);
+  if (def.type() != queue_type::stream) return;
+  if (added) {
+    stream_queues_.emplace(queue);
+  } else if (auto it = stream_queues_.find(queue); it != stream_queues_.end()) {
+    stream_queues_.erase(it);
+  }
 }
 
 void topology::index_queue(std::string_view queue, const queue_def& def) {

@@ -52,6 +52,18 @@ TEST_CASE("apply deletes per kind: deleting exchange foo leaves queue foo") {
   CHECK(t.find_queue("foo"));
 }
 
+TEST_CASE("the stream queues are kept as queues come, change type and go") {
+  topology t;
+  REQUIRE_FALSE(t.apply("q.s", R"({"durable":true,"type":"stream"})"));
+  REQUIRE_FALSE(t.apply("q.c", R"({"durable":true})"));
+  CHECK(t.stream_queues() == std::set<std::string, std::less<>>{"s"});
+  REQUIRE_FALSE(t.apply("q.c", R"({"durable":true,"type":"stream"})"));
+  CHECK(t.stream_queues() == std::set<std::string, std::less<>>{"c", "s"});
+  REQUIRE_FALSE(t.apply("q.s", R"({"durable":true})"));
+  REQUIRE_FALSE(t.apply("q.c", std::nullopt));
+  CHECK(t.stream_queues().empty());
+}
+
 TEST_CASE("apply refuses malformed keys and values and leaves the mirror unchanged") {
   topology t;
   REQUIRE_FALSE(t.apply("q.orders", R"({"durable":true,"bindings":[{"exchange":"x","key":"k"}]})"));

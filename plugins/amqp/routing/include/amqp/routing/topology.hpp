@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -183,6 +184,8 @@ class topology {
   // Whether some queue has an x-message-ttl or a dead-letter exchange: the queues whose head may
   // expire while nobody reads them (a publish then tells the expiry sweeper which it reaches).
   bool has_timed_queues() const { return timed_ > 0; }
+  // The stream queues (x-queue-type stream), kept as the queues change: no walk over every queue.
+  const std::set<std::string, std::less<>>& stream_queues() const { return stream_queues_; }
 
   // The queue's own subject, amqp._.<queue>, the one filter of its bus consumer: every message
   // stored for it is a copy under that subject. Empty when the queue does not exist.
@@ -210,6 +213,8 @@ class topology {
   };
   void index_queue(std::string_view queue, const queue_def& def);
   void unindex_queue(std::string_view queue, const queue_def& def);
+  // The counts and the set kept beside the queues, as one is added or removed.
+  void tally(std::string_view queue, const queue_def& def, bool added);
   const exchange_index* index_of(std::string_view exchange) const;
   const policy_map::value_type* policy_for(std::string_view queue) const;
   // Sets the queue's working definition from `declared` and the policies; true when it changed.
@@ -223,6 +228,7 @@ class topology {
   policy_map policies_;
   std::size_t length_limited_ = 0;  // queues with a max_length
   std::size_t timed_ = 0;           // queues with a message_ttl or a dead_letter
+  std::set<std::string, std::less<>> stream_queues_;
   std::map<std::string, exchange_index, std::less<>> index_;
 };
 
