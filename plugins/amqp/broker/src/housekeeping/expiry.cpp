@@ -169,7 +169,8 @@ expiry_sweeper::head expiry_sweeper::look(broker& b, const std::string& queue, c
   }
   auto h = look_at_head(b, queue, *info, given_up);
   h.ack_floor = info->ack_floor_stream_seq;
-  if (h.expired && !b.make_consumer(b.bus(), queue)) return {false, false, std::nullopt, true};  // taken by a pull
+  // The expired head is taken by a pull, on a consumer its first reader makes; none yet: looked at again.
+  if (h.expired && !b.make_consumer(b.bus(), queue)) return {false, false, std::nullopt, true};
   if (!h.expires_at_ms || (use.expires_at_ms && *use.expires_at_ms < *h.expires_at_ms)) h.expires_at_ms = use.expires_at_ms;
   return h;
 }
