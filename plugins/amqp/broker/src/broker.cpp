@@ -188,7 +188,7 @@ void broker::on_watch_change(const std::string& key, const std::optional<std::st
     if (expires) expiry_->look_by(parsed->name, std::chrono::steady_clock::now() + std::chrono::milliseconds(*expires));
   }
   if (changed && parsed && parsed->what == routing::bucket_key::kind::policy) look_at_policy_queues(parsed->name);
-  if (changed && parsed && parsed->what == routing::bucket_key::kind::queue) reconcile_feeders();  // on the strand
+  if (changed && parsed && parsed->what == routing::bucket_key::kind::queue) stop_feeders_of_gone_queues();
   if (changed && !value && parsed && parsed->what == routing::bucket_key::kind::queue) {
     std::vector<std::weak_ptr<channel_context>> channels;
     {
@@ -267,17 +267,41 @@ void broker::open() {
   });
   expiry_ = std::make_shared<expiry_sweeper>(weak, mirror_strand_);
   expiry_->start();
-  feed_stream_queues();
-}
-
-void broker::feed_stream_queues() {
-  boost::asio::post(mirror_strand_, [weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->reconcile_feeders();
+  boost::asio::post(bus_executor(), [weak] {
+    if (auto self = weak.lock()) self->feed_stream_queues_left();
   });
 }
 
-void broker::reconcile_feeders() {
-  if (feeding_stopped_) return;
+// A stream queue's messages go to its own stream when published. An earlier release stored them
+// on stream AMQP for the queue's consumer there, and a feeder copied them over: what such a
+// consumer still holds is copied by a feeder until none is left (stream_feeder.hpp), and the idle
+// removal deletes the consumer afterwards (settled_removal.hpp).
+void broker::feed_stream_queues_left() {
+  auto streams = read_topology([](const routing::topology& t) { return t.stream_queues(); });
+  for (const auto& name : streams) {
+    auto left = bus_->peek_queue(routing::consumer_name(name));
+    if (!left) {
+      if (left.error().kind != bus::bus_errc::not_found)
+        warn("looking for what an earlier release left of stream queue '" + name + "' on stream AMQP: " +
+             left.error().text + " (looked at again at the next start)");
+      continue;
+    }
+    if (left->num_pending == 0 && left->num_ack_pending == 0) continue;
+    boost::asio::post(mirror_strand_, [weak = weak_from_this(), name] {
+      auto self = weak.lock();
+      if (!self || self->feeding_stopped_ || self->feeders_.contains(name)) return;
+      auto finished = [weak, name] {
+        if (auto owner = weak.lock()) owner->feeders_.erase(name);
+      };
+      auto feeder = std::make_shared<stream_feeder>(weak, self->bus_, name, self->mirror_strand_, std::move(finished));
+      self->feeders_.emplace(name, feeder);
+      feeder->start();
+    });
+  }
+}
+
+void broker::stop_feeders_of_gone_queues() {
+  if (feeders_.empty()) return;
   auto streams = read_topology([](const routing::topology& t) { return t.stream_queues(); });
   for (auto it = feeders_.begin(); it != feeders_.end();) {
     if (streams.contains(it->first)) {
@@ -286,12 +310,6 @@ void broker::reconcile_feeders() {
     }
     it->second->stop();
     it = feeders_.erase(it);
-  }
-  for (const auto& name : streams) {
-    if (feeders_.contains(name)) continue;
-    auto feeder = std::make_shared<stream_feeder>(weak_from_this(), bus_, name, mirror_strand_);
-    feeders_.emplace(name, feeder);
-    feeder->start();
   }
 }
 
@@ -663,7 +681,9 @@ void broker::forget_queue(const std::string& queue) {
     channels = take_consumers_locked(queue);
   }
   notify_deleted(queue, std::move(channels));
-  feed_stream_queues();
+  boost::asio::post(mirror_strand_, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->stop_feeders_of_gone_queues();
+  });
 }
 
 void broker::delete_queue(const std::string& queue) {

@@ -157,8 +157,6 @@ class broker : public std::enable_shared_from_this<broker> {
   // The local half, immediate: mirror entry, exclusive claim and live consumers (each channel
   // that had one gets basic_class::queue_deleted on its own executor).
   void forget_queue(const std::string& queue);
-  // The mirror gained or lost a stream queue: its feeders (stream_feeder.hpp) follow, soon.
-  void feed_stream_queues();
   // The whole deletion, asynchronous: forget_queue, then the bus consumer and the KV key on
   // the bus pool. There is nobody to answer: a failure is logged, and the bus part is tried
   // again until it is done (remove_from_bus).
@@ -253,8 +251,11 @@ class broker : public std::enable_shared_from_this<broker> {
   // doubling to 30 s, unless the queue is known here again (declared anew, or written by another
   // replica): that declaration stands.
   void remove_from_bus(const std::string& queue, std::chrono::seconds wait);
-  // On mirror_strand_: a feeder for each stream queue the mirror holds, none for others.
-  void reconcile_feeders();
+  // At open, on the bus pool: a feeder (stream_feeder.hpp) for each stream queue whose consumer on
+  // stream AMQP an earlier release left; each stops once it has copied everything.
+  void feed_stream_queues_left();
+  // On mirror_strand_: the feeders of stream queues the mirror no longer holds stop.
+  void stop_feeders_of_gone_queues();
 
   boost::asio::io_context& io_;
   std::shared_ptr<bus::client> bus_;

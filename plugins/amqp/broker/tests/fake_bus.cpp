@@ -502,10 +502,13 @@ bus::bus_result<bus::stream_state> fake_bus::queue_stream_state(const std::strin
   return bus::stream_state{n, n == 0 ? std::uint64_t{0} : std::uint64_t{1}, n};
 }
 
-void fake_bus::publish_to_queue_stream(const std::string& queue, std::string msg_id, std::string, std::string,
-                                       std::string, boost::asio::any_io_executor ex,
+void fake_bus::publish_to_queue_stream(const std::string& queue, std::string msg_id, std::string, std::string body,
+                                       std::string routed_as, boost::asio::any_io_executor ex,
                                        std::function<void(bus::bus_status)> done) {
-  queue_streams_[queue].msg_ids.push_back(std::move(msg_id));
+  auto& stream = queue_streams_[queue];
+  stream.msg_ids.push_back(std::move(msg_id));
+  stream.bodies.push_back(std::move(body));
+  stream.routed_as.push_back(std::move(routed_as));
   boost::asio::post(ex, [done = std::move(done)] { done(bus::bus_ok()); });
 }
 

@@ -206,7 +206,9 @@ class fake_bus final : public bus::client {
                                                   bus::puller_callbacks callbacks) override;
   struct queue_stream {
     bus::stream_limits limits;
-    std::vector<std::string> msg_ids;  // what was copied into it, in order
+    std::vector<std::string> msg_ids;    // of what was stored in it, in order ("" without one)
+    std::vector<std::string> bodies;     // the same messages' bodies
+    std::vector<std::string> routed_as;  // and the subject each shows
   };
   const std::map<std::string, queue_stream>& queue_streams() const { return queue_streams_; }
   void ack(const std::string& reply) override { settle(reply, settlement::kind::ack); }

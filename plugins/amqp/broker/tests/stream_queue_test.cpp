@@ -1,7 +1,8 @@
 // Stream queues (x-queue-type stream) through broker.hpp against fake_bus: the queue's own stream
-// made with its retention, the feeder copying what the queue takes (each copy named by its stream
-// sequence, acked once stored), and the methods RabbitMQ 3.10 refuses a stream queue, with its
-// codes and texts (tests/amqp_messaging/test_stream_queues_rabbitmq.py compares both brokers).
+// made with its retention, what is published to it stored there, what an earlier release left on
+// stream AMQP copied over at open (each copy named by its stream sequence, acked once stored), and
+// the methods RabbitMQ 3.10 refuses a stream queue, with its codes and texts
+// (tests/amqp_messaging/test_stream_queues_rabbitmq.py compares both brokers).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -50,16 +51,53 @@ TEST_CASE("a stream queue's stream is made with its x-max-age and x-max-length-b
   CHECK_FALSE(h.bus->queue_streams().contains(consumer));
 }
 
-TEST_CASE("the feeder copies what the queue takes into its stream, named by stream sequence, and acks it once stored") {
+TEST_CASE("a publish to a stream queue is stored in its stream, with the subject it named, and confirmed then") {
   harness h;
   h.open();
   const auto consumer = h.declare("s", 1, stream());
+  CHECK_FALSE(h.bus->has_consumer(consumer));  // nothing of it on stream AMQP
+  h.method(wire::exchange_declare{0, "x", "direct", false, true, false, false, false, {}});
+  h.method(wire::queue_bind{0, "s", "x", "k", false, {}});
+  h.confirm_select();
+  h.publish("", "s", "a");
+  h.publish("x", "k", "b");
+  auto confirmed_up_to = [&] {
+    const auto acks = h.all<wire::basic_ack>();
+    return acks.empty() ? std::uint64_t{0} : acks.back().delivery_tag;
+  };
+  REQUIRE(h.run_until([&] { return confirmed_up_to() == 2; }));
+  CHECK(h.all<wire::basic_nack>().empty());
+  const auto& stored = h.bus->queue_streams().at(consumer);
+  CHECK(stored.bodies == std::vector<std::string>{"a", "b"});
+  CHECK(stored.routed_as == std::vector<std::string>{"amqp._.s", "amqp.x.k"});
+  CHECK(stored.msg_ids == std::vector<std::string>{"", ""});
+  CHECK(h.bus->ready(consumer) == 0);
+  CHECK(h.bus->publish_count() == 0);  // no copy on stream AMQP
+}
+
+TEST_CASE("what an earlier release left of a stream queue on stream AMQP is copied into its stream at open, then its consumer goes") {
+  harness h(std::chrono::seconds{1});
+  h.open();
+  const auto consumer = h.declare("s", 1, stream());
+  // As that release left it: the queue's consumer on stream AMQP, holding messages not yet copied.
+  REQUIRE(h.bus->ensure_queue_consumer(consumer, {"amqp._.s"}, bus::queue_sharing::single_active));
   const auto seqs = h.fill("s", 3);
+  broker::settings s;
+  s.node_name = "the-next-start";
+  s.idle_consumer_after = std::chrono::seconds{1};
+  auto next = broker::make_broker(h.io, h.bus, std::move(s));
   REQUIRE(h.run_until([&] { return h.bus->settlements_of(settlement::kind::ack).size() == 3; }));
   std::vector<std::string> ids;
   for (auto seq : seqs) ids.push_back(std::to_string(seq));
   CHECK(h.bus->queue_streams().at(consumer).msg_ids == ids);
+  CHECK(h.bus->queue_streams().at(consumer).bodies == std::vector<std::string>{"m1", "m2", "m3"});
   CHECK(h.bus->settlements_of(settlement::kind::nak).empty());
+  // Once it holds nothing more, and nobody used it for the idle time, it is removed.
+  bool gone = false;
+  for (int i = 0; i < 5 && !gone; ++i) gone = h.run_until([&] { return !h.bus->has_consumer(consumer); });
+  CHECK(gone);
+  broker::stop_broker(*next);
+  h.settle();
 }
 
 TEST_CASE("get, purge, a consume without prefetch, no-ack or x-priority are refused as RabbitMQ 3.10 refuses them") {

@@ -64,6 +64,10 @@ bus_result<stream_state> client_impl::queue_stream_state(const std::string& queu
 void client_impl::publish_to_queue_stream(const std::string& queue, std::string msg_id, std::string amqp_props_b64,
                                           std::string body, std::string routed_as, boost::asio::any_io_executor ex,
                                           std::function<void(bus_status)> done) {
+  if (msg_id.empty()) {
+    return publish(queue_stream_subject(queue), std::move(amqp_props_b64), std::move(body), std::move(routed_as),
+                   std::move(ex), std::move(done));
+  }
   publish_identified(queue_stream_subject(queue), std::move(msg_id), std::move(amqp_props_b64), std::move(body),
                      std::move(routed_as), std::move(ex), std::move(done));
 }

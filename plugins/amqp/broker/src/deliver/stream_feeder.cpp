@@ -12,14 +12,20 @@ namespace {
 // Messages on their way from stream AMQP to the queue's stream at once: asked for once half are
 // free, so that copies stream without a round trip between batches.
 constexpr std::uint32_t feed_window = 256;
-constexpr std::chrono::milliseconds feed_expires{30000};
+// A request that ends empty after this long makes the feeder look whether anything is left.
+constexpr std::chrono::milliseconds feed_expires{1000};
 constexpr std::chrono::milliseconds feed_retry_delay{1000};
 
 }  // namespace
 
 stream_feeder::stream_feeder(std::weak_ptr<broker> owner, std::shared_ptr<bus::client> bus, std::string queue,
-                             boost::asio::any_io_executor ex)
-    : owner_(std::move(owner)), bus_(std::move(bus)), queue_(std::move(queue)), ex_(ex), retry_(ex) {}
+                             boost::asio::any_io_executor ex, std::function<void()> finished)
+    : owner_(std::move(owner)),
+      bus_(std::move(bus)),
+      queue_(std::move(queue)),
+      ex_(ex),
+      finished_(std::move(finished)),
+      retry_(ex) {}
 
 void stream_feeder::start() {
   std::weak_ptr<stream_feeder> weak = weak_from_this();
@@ -83,8 +89,12 @@ void stream_feeder::copied(const std::string& reply, const bus::bus_status& outc
 
 void stream_feeder::on_event(const bus::pull_event& e) {
   switch (e.status) {
-    case bus::pull_status::no_messages:
     case bus::pull_status::request_expired:
+      if (copying_ == 0 && puller_ && puller_->asked() == 0) return look_whether_done(false);
+      return pump();
+    case bus::pull_status::consumer_gone:  // removed once emptied (settled_removal.hpp), or electing
+      return look_whether_done(true);
+    case bus::pull_status::no_messages:
     case bus::pull_status::lost:
     case bus::pull_status::bytes_reached:
     case bus::pull_status::pin_lost:  // another replica's feeder holds the queue: wait in line
@@ -92,6 +102,27 @@ void stream_feeder::on_event(const bus::pull_event& e) {
     default:
       retry_soon();
   }
+}
+
+// Nothing came for a while, or the consumer is not there: done once it holds nothing, delivered
+// or not (another replica's feeder may be copying), or is gone; else asked again (`later`: in a
+// second, as after a bus error).
+void stream_feeder::look_whether_done(bool later) {
+  auto owner = owner_.lock();
+  if (!owner || stopped_) return;
+  boost::asio::post(owner->bus_executor(), [weak = weak_from_this(), bus = bus_, ex = ex_, later,
+                                            consumer = routing::consumer_name(queue_)] {
+    auto left = bus->peek_queue(consumer);
+    const bool done = left ? left->num_pending == 0 && left->num_ack_pending == 0
+                           : left.error().kind == bus::bus_errc::not_found;
+    boost::asio::post(ex, [weak, done, later] {
+      auto self = weak.lock();
+      if (!self || self->stopped_) return;
+      if (!done) return later ? self->retry_soon() : self->pump();
+      self->stop();
+      boost::asio::post(self->ex_, std::move(self->finished_));
+    });
+  });
 }
 
 // After a bus error: asked again in a second, once however many errors came meanwhile.

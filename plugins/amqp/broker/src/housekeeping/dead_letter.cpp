@@ -68,15 +68,19 @@ struct dead_letter_plan {
   std::string routing_key;
   bool exchange_exists = false;
   std::vector<std::string> reached;  // the queues that route takes the copy to
+  std::vector<std::string> streams;  // those of them that are stream queues, sorted
 };
 
 std::optional<dead_letter_plan> plan_for(const broker& b, const std::string& queue, const std::string& own_key) {
   return b.read_topology([&](const routing::topology& t) -> std::optional<dead_letter_plan> {
     const auto* def = t.find_queue(queue);
     if (!def || !def->dead_letter) return std::nullopt;
-    dead_letter_plan plan{def->dead_letter->exchange, def->dead_letter->routing_key.value_or(own_key), false, {}};
+    dead_letter_plan plan{def->dead_letter->exchange, def->dead_letter->routing_key.value_or(own_key), false, {}, {}};
     plan.exchange_exists = t.find_exchange(plan.exchange) != nullptr;
     if (plan.exchange_exists) plan.reached = t.queues_reached(plan.exchange, plan.routing_key);
+    for (const auto& q : plan.reached)
+      if (t.stream_queues().contains(q)) plan.streams.push_back(q);
+    std::sort(plan.streams.begin(), plan.streams.end());
     return plan;
   });
 }
@@ -94,12 +98,13 @@ std::vector<std::string> queues_for(const dead_letter_plan& plan, const wire::ba
 // to the queue (dead-lettered again when it comes back). The queues the copies reach may expire
 // them at their head (expiry.hpp): a TTL on the dead-letter queue is how a delayed retry is made.
 void store_dead_letter(broker& b, const boost::asio::any_io_executor& ex, const std::vector<std::string>& queues,
-                       const std::string& routed_as, const std::string& property_octets, std::string body,
-                       std::string reply, std::function<void()> settled) {
+                       const std::vector<std::string>& streams, const std::string& routed_as,
+                       const std::string& property_octets, std::string body, std::string reply,
+                       std::function<void()> settled) {
   b.expect_expiries(b.read_topology(
       [&](const routing::topology& t) { return expiries_of(t, queues, property_octets); }));
   auto bus = b.bus_ptr();
-  publish_copies(*bus, ex, queues, bus::base64_encode(property_octets), std::move(body), routed_as,
+  publish_copies(*bus, *bus, ex, {queues, streams, routed_as}, bus::base64_encode(property_octets), std::move(body),
                  [bus, reply = std::move(reply), settled = std::move(settled)](bus::bus_status stored) {
                    if (stored) {
                      bus->term(reply);
@@ -213,8 +218,8 @@ void give_up(broker& b, boost::asio::any_io_executor ex, const std::string& queu
       b.warn("dead-lettering from queue '" + queue + "': " + decoded.error().text +
              "; the copy keeps the original properties");
       if (!routed_as) return term();
-      return store_dead_letter(b, ex, plan->reached, *routed_as, d.amqp_props, std::move(d.body), std::move(d.reply),
-                               std::move(settled));
+      return store_dead_letter(b, ex, plan->reached, plan->streams, *routed_as, d.amqp_props, std::move(d.body),
+                               std::move(d.reply), std::move(settled));
     }
     props = std::move(*decoded);
   }
@@ -226,8 +231,8 @@ void give_up(broker& b, boost::asio::any_io_executor ex, const std::string& queu
   }
   const auto queues = queues_for(*plan, props);
   if (queues.empty()) return term();  // every queue it would reach is a cycle
-  store_dead_letter(b, ex, queues, *routed_as, wire::encode_properties(props), std::move(d.body), std::move(d.reply),
-                    std::move(settled));
+  store_dead_letter(b, ex, queues, plan->streams, *routed_as, wire::encode_properties(props), std::move(d.body),
+                    std::move(d.reply), std::move(settled));
 }
 
 void give_up_rejected(broker& b, boost::asio::any_io_executor ex, const std::string& queue, std::string reply,

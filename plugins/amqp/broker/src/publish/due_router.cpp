@@ -69,8 +69,9 @@ void due_router::on_delivery(bus::delivery d) {
     if (outcome) bus->ack(reply);
     else bus->nak(reply);
   };
-  publish_copies(*bus_, ex_, plan.queues, d.amqp_props.empty() ? std::string{} : bus::base64_encode(d.amqp_props),
-                 std::move(d.body), plan.routed_as, std::move(done), "due." + std::to_string(d.stream_seq) + ".");
+  publish_copies(*bus_, *bus_, ex_, {plan.queues, plan.streams, plan.routed_as},
+                 d.amqp_props.empty() ? std::string{} : bus::base64_encode(d.amqp_props), std::move(d.body),
+                 std::move(done), "due." + std::to_string(d.stream_seq) + ".");
 }
 
 void due_router::routed(const std::string& reply, const std::vector<expiry_look>& expiries,

@@ -233,8 +233,8 @@ task<std::optional<std::vector<std::uint64_t>>> counted(basic_state& s, std::vec
 task<bus::bus_status> stored(basic_state& s, const limited_publish& p, std::vector<std::string> queues) {
   const std::size_t cost = count_in_flight(s, p.property_octets, p.body, queues.size());
   auto send = [&s, &p, queues = std::move(queues)](std::function<void(bus::bus_status)> done) {
-    publish_copies(s.ctx.bus(), s.ctx.executor(), queues, bus::base64_encode(p.property_octets), p.body,
-                   p.plan.routed_as, std::move(done));
+    publish_copies(s.ctx.bus(), s.ctx.state().bus(), s.ctx.executor(), {queues, p.plan.streams, p.plan.routed_as},
+                   bus::base64_encode(p.property_octets), p.body, std::move(done));
   };
   auto answer = co_await until_called<bus::bus_status>(s.ctx, std::move(send));
   publish_done(s, 0, cost, answer, p.subject);
@@ -302,8 +302,8 @@ task<> publish_limited(basic_state& s, std::shared_ptr<limited_publish> p) {
   // Confirmed once the drop-head queues it reached are trimmed.
   const std::size_t cost = count_in_flight(s, p->property_octets, p->body, p->plan.queues.size());
   auto send = [&s, p](std::function<void(bus::bus_status)> done) {
-    publish_copies(s.ctx.bus(), s.ctx.executor(), p->plan.queues, bus::base64_encode(p->property_octets), p->body,
-                   p->plan.routed_as, std::move(done));
+    publish_copies(s.ctx.bus(), s.ctx.state().bus(), s.ctx.executor(),
+                   {p->plan.queues, p->plan.streams, p->plan.routed_as}, bus::base64_encode(p->property_octets), p->body, std::move(done));
   };
   auto answer = co_await until_called<bus::bus_status>(s.ctx, std::move(send));
   if (answer && !s.ctx.is_closed()) {
@@ -351,8 +351,8 @@ void store_copies(basic_state& s, publish_request p, const std::string& subject,
                   std::uint64_t seq) {
   auto& chan = s.ctx;
   const std::size_t cost = count_in_flight(s, p.property_octets, p.body, plan.queues.size());
-  publish_copies(chan.bus(), chan.executor(), plan.queues, bus::base64_encode(p.property_octets), std::move(p.body),
-                 plan.routed_as, on_answer(s, seq, cost, subject));
+  publish_copies(chan.bus(), chan.state().bus(), chan.executor(), {plan.queues, plan.streams, plan.routed_as},
+                 bus::base64_encode(p.property_octets), std::move(p.body), on_answer(s, seq, cost, subject));
 }
 
 // A delayed-message exchange's publish (delayed_delivery.hpp): the stream stores it now, as a

@@ -38,6 +38,9 @@ publish_plan plan_publish(const broker& b, std::string_view exchange, std::strin
     if (plan.routed_as.empty() && !cc_keys.empty())
       if (auto subject = routing::publish_subject(exchange, key)) plan.routed_as = std::move(*subject);
     plan.queues.assign(reached.begin(), reached.end());
+    if (!t.stream_queues().empty())
+      for (const auto& q : plan.queues)
+        if (t.stream_queues().contains(q)) plan.streams.push_back(q);
     if (t.has_length_limits()) {
       for (const auto& q : plan.queues) {
         const auto* def = t.find_queue(q);
@@ -50,9 +53,10 @@ publish_plan plan_publish(const broker& b, std::string_view exchange, std::strin
   });
 }
 
-void publish_copies(bus::client& bus, const boost::asio::any_io_executor& ex, const std::vector<std::string>& queues,
-                    std::string props_b64, std::string body, const std::string& routed_as,
+void publish_copies(bus::client& bus, bus::client& adaptor, const boost::asio::any_io_executor& ex,
+                    const copy_targets& to, std::string props_b64, std::string body,
                     std::function<void(bus::bus_status)> done, std::string_view msg_id_prefix) {
+  const auto& queues = to.queues;
   if (queues.empty()) return boost::asio::post(ex, [done = std::move(done)] { done(bus::bus_ok()); });
   struct answers {
     std::size_t left;
@@ -63,19 +67,27 @@ void publish_copies(bus::client& bus, const boost::asio::any_io_executor& ex, co
   for (std::size_t i = 0; i < queues.size(); ++i) {
     const bool last = i + 1 == queues.size();
     auto subject = routing::queue_subject(queues[i]);
-    // The copy under its own subject needs no mark: it is what the publish named.
-    auto mark = routed_as == subject ? std::string{} : routed_as;
     auto answered = [state](bus::bus_status stored) {
       if (!stored && state->first_failure) state->first_failure = stored;
       if (--state->left == 0) state->done(state->first_failure);
     };
-    if (msg_id_prefix.empty()) {
-      bus.publish(std::move(subject), last ? std::move(props_b64) : props_b64, last ? std::move(body) : body,
-                  std::move(mark), ex, std::move(answered));
+    auto msg_id = msg_id_prefix.empty() ? std::string{} : std::string{msg_id_prefix} + routing::name_word(queues[i]);
+    auto props = last ? std::move(props_b64) : props_b64;
+    auto content = last ? std::move(body) : body;
+    if (std::binary_search(to.streams.begin(), to.streams.end(), queues[i])) {
+      // Its stream's subject says nothing of the publish: the copy always carries what it named.
+      adaptor.publish_to_queue_stream(routing::consumer_name(queues[i]), std::move(msg_id), std::move(props),
+                                      std::move(content), to.routed_as.empty() ? subject : to.routed_as, ex,
+                                      std::move(answered));
+      continue;
+    }
+    // The copy under its own subject needs no mark: it is what the publish named.
+    auto mark = to.routed_as == subject ? std::string{} : to.routed_as;
+    if (msg_id.empty()) {
+      bus.publish(std::move(subject), std::move(props), std::move(content), std::move(mark), ex, std::move(answered));
     } else {
-      bus.publish_identified(std::move(subject), std::string{msg_id_prefix} + routing::name_word(queues[i]),
-                             last ? std::move(props_b64) : props_b64, last ? std::move(body) : body, std::move(mark),
-                             ex, std::move(answered));
+      bus.publish_identified(std::move(subject), std::move(msg_id), std::move(props), std::move(content),
+                             std::move(mark), ex, std::move(answered));
     }
   }
 }

@@ -204,24 +204,22 @@ using create_result = store::create_outcome<routing::queue_def>;
 create_result create_on_bus(broker& b, bus::client& bus, const std::string& name, const routing::queue_def& def) {
   auto outcome = store::create_queue(b, bus, name, def);
   if (auto* created = std::get_if<store::created>(&outcome)) {
-    // A stream queue's stream comes before its consumer, which the broker's feeder copies into it.
+    // A stream queue is its own stream: what it is sent is stored there, and it has no consumer
+    // on stream AMQP.
     if (def.type() == routing::queue_type::stream) {
       if (auto failed = bus.ensure_queue_stream(routing::consumer_name(name), stream_limits_of(def)); !failed) {
         (void)bus.kv_delete(routing::queue_key(name));
         return failed.error();
       }
+      return outcome;
     }
     // Under limits retention the queue's subject keeps what it is sent: its consumer waits for
-    // its first reader. Interest retention keeps only what a consumer's filter matches, and a
-    // stream queue's feeder reads its consumer from the start.
-    if (bus.retains_by_limits() && def.type() != routing::queue_type::stream) return outcome;
+    // its first reader. Interest retention keeps only what a consumer's filter matches.
+    if (bus.retains_by_limits()) return outcome;
     bus::kv_entry entry{created->value, created->revision};
     if (auto failed = store::converge_consumer(b, bus, name, &entry)) {
       // A queue the bus has no room for is not left in the bucket without its consumer.
-      if (failed->kind == bus::bus_errc::limit) {
-        (void)bus.kv_delete(routing::queue_key(name));
-        if (def.type() == routing::queue_type::stream) (void)bus.delete_queue_stream(routing::consumer_name(name));
-      }
+      if (failed->kind == bus::bus_errc::limit) (void)bus.kv_delete(routing::queue_key(name));
       return *failed;
     }
   }
@@ -267,7 +265,6 @@ task<> declare_new(channel_context& ctx, std::string name, routing::queue_def wa
     // ask the bus.
     broker::count(b.message_counters().queues_created);
     broker::count(b.message_counters().queues_declared);
-    if (wanted.type() == routing::queue_type::stream) b.feed_stream_queues();
     co_return answer_created(ctx, name, no_wait);
   }
   // Another replica declared it first; the mirror now holds its definition.

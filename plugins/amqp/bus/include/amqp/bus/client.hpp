@@ -442,7 +442,7 @@ class client : public std::enable_shared_from_this<client> {
   virtual bus_status delete_queue_stream(const std::string& queue) = 0;  // not found is ok
   // Blocking. What the queue's stream holds now.
   virtual bus_result<stream_state> queue_stream_state(const std::string& queue) = 0;
-  // A copy of a message the queue took, stored in its stream with Nats-Msg-Id `msg_id` (stored
+  // A message for the queue, stored in its stream; with a `msg_id`, as its Nats-Msg-Id (stored
   // once within the stream's duplicate window, so a copy made again after a crash is not kept
   // twice); `done` as publish's.
   virtual void publish_to_queue_stream(const std::string& queue, std::string msg_id, std::string amqp_props_b64,
