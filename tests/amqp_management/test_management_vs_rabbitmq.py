@@ -100,16 +100,18 @@ class ManagementBesideRabbitMQ(unittest.TestCase):
         cls.rmq.__exit__(None, None, None)
 
     def on_both(self, scenario):
-        """scenario(session, api_port, metrics_port) on each broker → {broker: what it returned}."""
-        seen = {}
-        for broker, (amqp_port, api_port, metrics_port) in self.brokers.items():
+        """scenario(session, api_port, metrics_port) on each broker, both at once → {broker: what it
+        returned}."""
+        def run(broker):
+            amqp_port, api_port, metrics_port = self.brokers[broker]
             session = side_by_side.Session(amqp_port)
             try:
                 # The run's word makes each broker's names its own; what is compared says W.
-                seen[broker] = json.loads(json.dumps(scenario(session, api_port, metrics_port)).replace(session.word, "W"))
+                return json.loads(json.dumps(scenario(session, api_port, metrics_port)).replace(session.word, "W"))
             finally:
                 session.close()
-        return seen
+        ours, theirs = side_by_side.on_both(run, "adaptor", "rabbitmq")
+        return {"adaptor": ours, "rabbitmq": theirs}
 
     def assert_alike(self, seen):
         self.assertEqual(seen["adaptor"], seen["rabbitmq"], json.dumps(seen, indent=1, sort_keys=True, default=str))

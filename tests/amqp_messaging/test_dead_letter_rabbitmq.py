@@ -211,15 +211,14 @@ def per_message_expiration(s):
 
 
 def unused_queue_expires(s):
-    """Is the queue there 0.5 s after its declaration, and its expiry and 5.5 s more after that
-    look, idle and after a basic.get loop and a passive-declare loop (every 0.4 s for twice its
-    expiry) each? An expiry of 3 s leaves a look meant to come before it 2.5 s of room on a
-    loaded machine."""
-    q = s.name("expiring")
+    """Is each queue there 0.5 s after its declaration or its last use, and its expiry and 5.5 s
+    more after that look? One stays idle; one is used by a basic.get, one by a passive declare,
+    every 0.4 s for twice its expiry; all three at once. An expiry of 3 s leaves a look meant to
+    come before it 2.5 s of room on a loaded machine."""
     expires_ms = 3000
-    seen = {}
+    queues = {use: s.name("expiring-" + use.replace(".", "-")) for use in ("idle", "basic.get", "passive")}
 
-    def look():
+    def look(q):
         ch = s.conn.channel()
         try:
             ch.queue_declare(q, passive=True)
@@ -228,19 +227,21 @@ def unused_queue_expires(s):
         ch.close()
         return "there"
 
-    def loop(use):
-        deadline = time.monotonic() + 2 * expires_ms / 1000
-        while time.monotonic() < deadline:
-            use()
-            s.pause(0.4)
-    for name, use in (("idle", None), ("basic.get", lambda: s.ch.basic_get(q, auto_ack=True)), ("passive", look)):
+    for q in queues.values():
         s.ch.queue_declare(q, arguments={"x-expires": expires_ms})
-        if use:
-            loop(use)
-        s.pause(0.5)
-        seen[name] = [look()]
-        s.pause(expires_ms / 1000 + 5.5)
-        seen[name].append(look())
+    s.pause(0.5)
+    seen = {"idle": [look(queues["idle"])]}
+    deadline = time.monotonic() + 2 * expires_ms / 1000
+    while time.monotonic() < deadline:
+        s.ch.basic_get(queues["basic.get"], auto_ack=True)
+        look(queues["passive"])
+        s.pause(0.4)
+    s.pause(0.5)
+    for use in ("basic.get", "passive"):
+        seen[use] = [look(queues[use])]
+    s.pause(expires_ms / 1000 + 5.5)
+    for use, q in queues.items():
+        seen[use].append(look(q))
     return seen
 
 
@@ -364,7 +365,7 @@ class SameAsRabbitMQ(unittest.TestCase):
         return value
 
     def same(self, scenario):
-        ours, theirs = run(scenario, CLOUD.amqp_port), run(scenario, RABBITMQ.amqp_port)
+        ours, theirs = side_by_side.on_both(lambda port: run(scenario, port), CLOUD.amqp_port, RABBITMQ.amqp_port)
         self.assertEqual(self.without_last_death(ours), theirs, "first: ours; second: RabbitMQ 3.10's")
 
     def test_a_rejected_message(self):

@@ -162,7 +162,7 @@ def returned_until_gone(s, limit=None, most=25):
 
 class QuorumQueuesAsRabbitMQ(unittest.TestCase):
     def same(self, scenario):
-        ours, theirs = run(scenario, CLOUD.amqp_port), run(scenario, RABBITMQ.amqp_port)
+        ours, theirs = side_by_side.on_both(lambda port: run(scenario, port), CLOUD.amqp_port, RABBITMQ.amqp_port)
         self.assertEqual(ours, theirs)
         return ours
 
@@ -190,8 +190,10 @@ class QuorumQueuesAsRabbitMQ(unittest.TestCase):
     def test_e_the_default_delivery_limit_is_rabbitmq_4s(self):
         # RabbitMQ 4: a quorum queue that sets no limit dead-letters a message returned 20 times
         # more after its first delivery. RabbitMQ 3.10 has no default: it keeps coming back.
-        self.assertEqual(run(returned_until_gone, CLOUD.amqp_port), {"deliveries": 21, "dead-lettered": ["delivery_limit"]})
-        self.assertEqual(run(returned_until_gone, RABBITMQ.amqp_port)["deliveries"], 25)
+        ours, theirs = side_by_side.on_both(lambda port: run(returned_until_gone, port), CLOUD.amqp_port,
+                                            RABBITMQ.amqp_port)
+        self.assertEqual(ours, {"deliveries": 21, "dead-lettered": ["delivery_limit"]})
+        self.assertEqual(theirs["deliveries"], 25)
 
     def test_f_a_delivery_limit_of_minus_one_is_rabbitmq_4s_no_limit(self):
         # RabbitMQ 4's way back to 3.10's unbounded returns; 3.10 itself keeps returning too.

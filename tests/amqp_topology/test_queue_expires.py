@@ -106,17 +106,26 @@ class Expires(unittest.TestCase):
             other.close()
 
     def test_a_declaration_or_a_get_counts_as_use(self):
-        self.ch.queue_declare(self.q, arguments={"x-expires": EXPIRES_MS})
-        for kind, use in (("declare", lambda: self.ch.queue_declare(self.q, arguments={"x-expires": EXPIRES_MS})),
-                          ("basic.get", lambda: self.ch.basic_get(self.q, auto_ack=True)),
-                          ("passive declare", lambda: self.ch.queue_declare(self.q, passive=True))):
-            # Used every 0.4 s for twice its expiry: only these uses can have kept it.
-            deadline = time.monotonic() + 2 * EXPIRES_MS / 1000
-            while time.monotonic() < deadline:
-                use()
-                time.sleep(0.4)
+        # One queue per kind of use, each used every 0.4 s for twice its expiry, all at once: only
+        # these uses can have kept them.
+        uses = {"declare": lambda q: self.ch.queue_declare(q, arguments={"x-expires": EXPIRES_MS}),
+                "basic.get": lambda q: self.ch.basic_get(q, auto_ack=True),
+                "passive declare": lambda q: self.ch.queue_declare(q, passive=True)}
+        queues = {kind: f"{self.q}-{i}" for i, kind in enumerate(uses)}
+        for q in queues.values():
+            self.ch.queue_declare(q, arguments={"x-expires": EXPIRES_MS})
+        deadline = time.monotonic() + 2 * EXPIRES_MS / 1000
+        while time.monotonic() < deadline:
+            for kind, use in uses.items():
+                use(queues[kind])
+            time.sleep(0.4)
+        for kind, q in queues.items():
+            self.q = q
             self.assertTrue(self.exists(), f"the queue expired though a {kind} used it every 0.4 s")
-        self.assertTrue(self.gone_after(EXPIRES_MS / 1000 + ROOM))
+        time.sleep(EXPIRES_MS / 1000 + ROOM)
+        for kind, q in queues.items():
+            self.q = q
+            self.assertFalse(self.exists(), f"the queue used by a {kind} did not expire once unused")
 
     def test_a_message_requeued_to_nobody_does_not_keep_it(self):
         """A basic.get whose message went back (rejected with requeue, or its channel closed):

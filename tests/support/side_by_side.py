@@ -2,9 +2,18 @@
 compare what each observed: a session on one broker (a connection, a confirming channel and a
 word that makes the run's names unique, written W in what is compared).
 """
+import concurrent.futures
 import uuid
 
 import pika
+
+
+def on_both(run, ours, theirs):
+    """(run(ours), run(theirs)), both at once, each in a thread of its own: a scenario mostly waits
+    on its broker's timers, so the pair takes the time of the longer run."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(run, broker) for broker in (ours, theirs)]
+        return tuple(r.result() for r in runs)
 
 
 class Session:

@@ -34,8 +34,11 @@ RESULTS_RECONNECT = celery.VERSION[:2] >= (5, 7)
 
 
 def celery_command(*args):
-    """`celery -A interop_tasks <args>` as an operator types it; its output."""
-    done = subprocess.run([sys.executable, "-m", "celery", "-A", "interop_tasks", *args, "--timeout", "10"],
+    """`celery -A interop_tasks <args>` to the test's worker, as an operator types it; its output. Named
+    by -d, the worker's one reply ends the command (without it, the command waits out its timeout
+    for replies of other workers)."""
+    done = subprocess.run([sys.executable, "-m", "celery", "-A", "interop_tasks", *args, "-d", HOSTNAME,
+                           "--timeout", "10"],
                           env=app_env(), cwd=SCRATCH, capture_output=True, text=True,
                           timeout=2 * WAIT)
     expect(done.returncode == 0, f"celery {' '.join(args)} exited with {done.returncode}: {done.stderr[-800:]}")
