@@ -6,10 +6,13 @@ consumer filters and messages as the previous release left them, on raw JetStrea
 on it with another ack wait (so the boot converges the consumers) and reads through pika: every
 queue gets each of its messages once, in stream order, with its exchange, routing key and
 properties; what is published after the boot reaches the queues too; a queue's consumer is
-narrowed to its own subject once what its old filters held is acked, and not before. Runs on the
-pinned nats-server and, as its .floor twin, on the floor.
+narrowed to its own subject once what its old filters held is acked, and not before. A delayed
+message that release stored as a schedule targeting its exchange's subject is delivered when due,
+after the queue it goes to has been narrowed. Runs on the pinned nats-server and, as its .floor
+twin, on the floor.
 """
 import base64
+import datetime
 import time
 import unittest
 
@@ -26,7 +29,11 @@ QUEUES = {
     "q": ([{"exchange": "t", "key": "a.*"}, {"exchange": "f", "key": ""}],
           ["amqp._.q", "amqp.t.a.*", "amqp.f.>", "amqp.f"]),
     "p": ([{"exchange": "t", "key": "#"}], ["amqp._.p", "amqp.t.>", "amqp.t"]),
+    "r": ([{"exchange": "d", "key": "later"}], ["amqp._.r", "amqp.d.later"]),
 }
+# A schedule of delayed-message exchange d, as that release stored it: its target the subject the
+# publish named; due this many seconds after it is written.
+DUE_IN = 8
 # In stream order: subject, body, Amqp-Props.
 OLD_MESSAGES = [
     ("amqp.t.a.b", "x1", NO_PROPERTIES),
@@ -50,6 +57,8 @@ def write_previous_release_store(bus):
         assert "error" not in stored, stored
         stored = raw.publish("$KV.amqp.x.f", '{"kind":"fanout","durable":true}')
         assert "error" not in stored, stored
+        stored = raw.publish("$KV.amqp.x.d", '{"kind":"direct","durable":true,"delayed":true}')
+        assert "error" not in stored, stored
         for queue, (bindings, filters) in QUEUES.items():
             value = '{"durable":true,"bindings":[%s]}' % ",".join(
                 '{"exchange":"%s","key":"%s"}' % (b["exchange"], b["key"]) for b in bindings)
@@ -65,6 +74,11 @@ def write_previous_release_store(bus):
         for subject, body, props in OLD_MESSAGES:
             stored = raw.publish(subject, body, {"Amqp-Props": props})
             assert "error" not in stored and stored.get("stream") == "AMQP", stored
+        due = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=DUE_IN)
+        stored = raw.publish("amqp.~delayed.d.old1", "later1", {
+            "Nats-Schedule": "@at " + due.strftime("%Y-%m-%dT%H:%M:%SZ"), "Nats-Schedule-Target": "amqp.d.later",
+            "Amqp-Props": NO_PROPERTIES})
+        assert "error" not in stored and stored.get("stream") == "AMQP", stored
     finally:
         raw.close()
 
@@ -123,6 +137,7 @@ class StorageUpgrade(unittest.TestCase):
             with cloudtest.Cloud(env={**env, "CLOUD_AMQP_ACK_WAIT": "20"}) as cloud:
                 for queue in QUEUES:
                     self.assertIn(f"queue '{queue}' keeps the filters of the previous release", cloud.log)
+                self.assertIn("1 delayed messages a previous release stored now become due", cloud.log)
                 # Converged at boot (the ack wait), its filters kept.
                 self.assertTrue(cloudtest.wait_until(
                     lambda: consumer_config(bus, "q")["ack_wait"] == 20 * 10**9, 15), consumer_config(bus, "q"))
@@ -133,7 +148,7 @@ class StorageUpgrade(unittest.TestCase):
                 ch.confirm_delivery()
                 # A client's own declarations, as at every start: they change nothing.
                 ch.exchange_declare("t", "topic", durable=True)
-                for queue in QUEUES:
+                for queue in EXPECTED:
                     ok = ch.queue_declare(queue, durable=True)
                     self.assertEqual(ok.method.message_count, len(EXPECTED[queue]), queue)
                 self.assertEqual(filters(bus, "q"), sorted(QUEUES["q"][1]))
@@ -166,6 +181,13 @@ class StorageUpgrade(unittest.TestCase):
                 self.assertTrue(cloudtest.wait_until(lambda: filters(bus, "p") == ["amqp._.p"], 60),
                                 f"{filters(bus, 'p')}\n{cloud.log}")
                 p.close()
+
+                # r held nothing on its old filters: narrowed before its delayed message was due.
+                self.assertTrue(cloudtest.wait_until(lambda: filters(bus, "r") == ["amqp._.r"], 60), cloud.log)
+                r = Reader(cloud, "r")
+                self.assertEqual(r.pump_until(1, timeout=DUE_IN + 30), [("later1", "d", "later")])
+                r.ack_all()
+                r.close()
                 conn.close()
 
             # A boot on the converted store finds nothing to keep.

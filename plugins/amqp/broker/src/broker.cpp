@@ -21,12 +21,14 @@
 #include <stdexcept>
 
 #include "amqp/routing/names.hpp"
+#include "amqp/routing/subject.hpp"
 #include "channel/channel_context.hpp"
 #include "housekeeping/dead_letter.hpp"
 #include "housekeeping/expiry.hpp"
 #include "housekeeping/legacy_filters.hpp"
 #include "housekeeping/settled_removal.hpp"
 #include "deliver/stream_feeder.hpp"
+#include "publish/delayed_delivery.hpp"
 #include "publish/due_router.hpp"
 #include "topology/topology_store.hpp"
 
@@ -257,6 +259,7 @@ void broker::open() {
     throw std::runtime_error("listing the queues' consumers, to keep what a previous release's filters hold: " +
                              failed->text);
   legacy_->start(weak);
+  retarget_previous_schedules();
   settled_removal_ = std::make_shared<settled_removal>(mirror_strand_);
   settled_removal_->start(weak);
   // Off the boot: after an upgrade there may be more queues to converge than the startup window
@@ -270,6 +273,25 @@ void broker::open() {
   boost::asio::post(bus_executor(), [weak] {
     if (auto self = weak.lock()) self->feed_stream_queues_left();
   });
+}
+
+// The release before #55's step 3 gave a delayed message's schedule the subject its publish named
+// as target, which no queue reads any more once its consumer is narrowed; each is stored again
+// targeting the due root, as this release's are (delayed_delivery.hpp). Only such a release's
+// store can hold them, and its queues' consumers still read its filters at the first boot.
+void broker::retarget_previous_schedules() {
+  if (!has_legacy_queues()) return;
+  const std::string due_root = std::string{bus::due_subject_root} + ".";
+  auto moved = bus_->retarget_schedules([&](std::string_view target) -> std::optional<std::string> {
+    if (target.starts_with(due_root) || !routing::split_subject(target)) return std::nullopt;
+    return due_subject(target);
+  });
+  if (!moved)
+    throw std::runtime_error("storing the delayed messages of a previous release again, due to this release's "
+                             "router: " + moved.error().text);
+  if (*moved > 0)
+    warn(std::to_string(*moved) + " delayed messages a previous release stored now become due to this release's " +
+         "router");
 }
 
 // A stream queue's messages go to its own stream when published. An earlier release stored them

@@ -251,6 +251,8 @@ class broker : public std::enable_shared_from_this<broker> {
   // doubling to 30 s, unless the queue is known here again (declared anew, or written by another
   // replica): that declaration stands.
   void remove_from_bus(const std::string& queue, std::chrono::seconds wait);
+  // At open: the schedules of the release before #55's step 3 target the due root.
+  void retarget_previous_schedules();
   // At open, on the bus pool: a feeder (stream_feeder.hpp) for each stream queue whose consumer on
   // stream AMQP an earlier release left; each stops once it has copied everything.
   void feed_stream_queues_left();

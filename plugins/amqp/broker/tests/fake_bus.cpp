@@ -406,6 +406,19 @@ bus::bus_result<std::map<std::string, bus::queue_info>> fake_bus::peek_all_queue
   return all;
 }
 
+bus::bus_result<std::size_t> fake_bus::retarget_schedules(
+    const std::function<std::optional<std::string>(std::string_view target)>& retarget) {
+  std::size_t moved = 0;
+  for (auto& d : delayed_) {
+    if (d.fired || d.purged) continue;
+    if (auto target = retarget(d.subject)) {
+      d.subject = std::move(*target);
+      ++moved;
+    }
+  }
+  return moved;
+}
+
 bus::bus_result<std::map<std::string, std::uint64_t>> fake_bus::stored_per_subject(const std::string& filter) {
   std::map<std::string, std::uint64_t> out;
   for (const auto& m : stream_)

@@ -161,6 +161,8 @@ class fake_bus final : public bus::client {
   bus::bus_status purge_subject(const std::string& subject) override;
   bus::bus_status purge_subject_below(const std::string& subject, std::uint64_t below) override;
   bus::bus_result<bool> use_limits_retention() override { return true; }
+  bus::bus_result<std::size_t> retarget_schedules(
+      const std::function<std::optional<std::string>(std::string_view target)>& retarget) override;
   bool retains_by_limits() const override { return true; }
   bus::bus_result<std::map<std::string, std::uint64_t>> stored_per_subject(const std::string& filter) override;
   std::vector<std::string> take_settled() override;

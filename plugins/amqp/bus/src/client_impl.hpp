@@ -199,6 +199,7 @@ class client_impl final : public client {
   // The consumers of delayed publishes, made before any schedule can fire: the holder that keeps
   // their schedules in the interest stream, and due_consumer, which keeps and hands out what is due.
   bus_status ensure_delayed_consumers(const std::string& step);
+  bus_status store_schedule_again(natsMsg* stored, const std::string& target, const std::string& step);
   bus_status ensure_own_consumer(const std::string& step, const char* name, const std::string& filter);
   // An existing stream (AMQP, or the bucket's KV_amqp) is changed to what `wanted` sets of its
   // config where JetStream allows it; otherwise the step fails naming both values (`why` says
@@ -258,6 +259,8 @@ class client_impl final : public client {
   bus_status purge_subject(const std::string& subject) override;
   bus_status purge_subject_below(const std::string& subject, std::uint64_t below) override;
   bus_result<bool> use_limits_retention() override;
+  bus_result<std::size_t> retarget_schedules(
+      const std::function<std::optional<std::string>(std::string_view target)>& retarget) override;
   bool retains_by_limits() const override { return *limits_retention_; }
   bus_result<std::map<std::string, std::uint64_t>> stored_per_subject(const std::string& filter) override;
   bus_status purge_queue(const std::string& queue, const std::vector<std::string>& filters,

@@ -157,6 +157,56 @@ bus_status client_impl::ensure_stream() {
   return ensure_delayed_consumers(step);
 }
 
+// A schedule names its target in a header, which only a read of the message itself shows.
+bus_result<std::size_t> client_impl::retarget_schedules(
+    const std::function<std::optional<std::string>(std::string_view target)>& retarget) {
+  const std::string step = "delayed messages of an earlier release";
+  const std::vector<std::string> filter{std::string{delayed_subject_root} + ".>"};
+  std::size_t moved = 0;
+  for (std::uint64_t from = 1;;) {
+    auto next = next_stored(from, filter, step);
+    if (!next) return next.error();
+    if (!*next) return moved;
+    from = (*next)->seq + 1;
+    natsMsg* raw = nullptr;
+    jsErrCode js_code = static_cast<jsErrCode>(0);
+    if (natsStatus s = js_GetMsg(&raw, js_.get(), stream_name, (*next)->seq, nullptr, &js_code); s != NATS_OK) {
+      if (s == NATS_NOT_FOUND) continue;  // fired meanwhile
+      return nats_failure(step, s, js_code);
+    }
+    msg_ptr stored{raw};
+    const char* target = nullptr;
+    if (natsMsgHeader_Get(stored.get(), "Nats-Schedule-Target", &target) != NATS_OK) continue;
+    auto retargeted = retarget(target);
+    if (!retargeted) continue;
+    if (auto again = store_schedule_again(stored.get(), *retargeted, step); !again) return again.error();
+    ++moved;
+  }
+}
+
+// `stored`'s subject, schedule, properties and body, with `target`; its subject's earlier schedule
+// is replaced.
+bus_status client_impl::store_schedule_again(natsMsg* stored, const std::string& target, const std::string& step) {
+  natsMsg* raw = nullptr;
+  natsStatus s = natsMsg_Create(&raw, natsMsg_GetSubject(stored), nullptr, natsMsg_GetData(stored),
+                                natsMsg_GetDataLength(stored));
+  msg_ptr again{raw};
+  for (const char* name : {"Nats-Schedule", props_header, routed_as_header}) {
+    const char* value = nullptr;
+    if (s == NATS_OK && natsMsgHeader_Get(stored, name, &value) == NATS_OK)
+      s = natsMsgHeader_Set(again.get(), name, value);
+  }
+  if (s == NATS_OK) s = natsMsgHeader_Set(again.get(), "Nats-Schedule-Target", target.c_str());
+  if (s != NATS_OK) return nats_failure(step, s);
+  jsPubAck* ack = nullptr;
+  jsErrCode js_code = static_cast<jsErrCode>(0);
+  s = js_PublishMsg(&ack, js_.get(), again.get(), nullptr, &js_code);
+  jsPubAck_Destroy(ack);
+  if (s != NATS_OK)
+    return nats_failure(step + ": storing the schedule on " + natsMsg_GetSubject(stored) + " again", s, js_code);
+  return bus_ok();
+}
+
 // Interest retention keeps only what some consumer's filter matches. The holder's matches every
 // schedule and it never pulls, so a schedule stays until the server fires it and purges it; the
 // copy the server stores when it fires stays on due_consumer until a router has routed it.

@@ -380,6 +380,11 @@ class client : public std::enable_shared_from_this<client> {
   // Blocking. Stream AMQP's retention becomes limits where a store made before it is interest
   // (docs/DESIGN.md, "Retention"): true once it is limits.
   virtual bus_result<bool> use_limits_retention() = 0;
+  // Blocking. Each message schedule stored below delayed_subject_root whose target `retarget` names
+  // anew (nullopt: kept as it is) is stored again on its own subject with that target, its time,
+  // properties and body kept: a schedule replaces the one on its subject. The count stored again.
+  virtual bus_result<std::size_t> retarget_schedules(
+      const std::function<std::optional<std::string>(std::string_view target)>& retarget) = 0;
   // Whether stream AMQP has limits retention, as last read or made: what a queue is sent then
   // waits on its subject whether or not it has a consumer, so a queue gets one only once it is read.
   virtual bool retains_by_limits() const = 0;
