@@ -3,8 +3,11 @@ basic.get, no declaration, passive ones included, as RabbitMQ counts them) for t
 and its messages, as RabbitMQ deletes it; a consumer on another `cloud` replica keeps it. Runs on
 the pinned nats-server and, as its .floor twin, on the floor.
 """
+import base64
 import time
 import unittest
+import urllib.error
+import urllib.request
 import uuid
 
 import pika
@@ -13,17 +16,32 @@ import pika.exceptions
 import cloudtest
 
 A = B = None
+API_PORT = None
 # Timing is what these tests observe, on a machine that may be loaded (sanitizers, parallel tests):
-# a look meant to come before the expiry comes 0.5 s after a use, 2.5 s inside an expiry of 3 s,
-# and one meant to come after it waits the expiry and ROOM more.
+# a look meant to come before the expiry comes 0.5 s after a use, 2.5 s inside an expiry of 3 s;
+# a queue must go no sooner than its expiry after its last use, and within ROOM more.
 EXPIRES_MS = 3000
 ROOM = 5.5
 
 
 def setUpModule():
-    global A, B
-    A = unittest.enterModuleContext(cloudtest.Cloud())
+    global A, B, API_PORT
+    API_PORT = cloudtest.free_port()
+    A = unittest.enterModuleContext(cloudtest.Cloud(env={"CLOUD_AMQP_MANAGEMENT_PORT": str(API_PORT)}))
     B = unittest.enterModuleContext(cloudtest.Cloud(env={"CLOUD_PUBSUB_URL": A.pubsub_url}))
+
+
+def listed(queue):
+    """Whether the management API lists the queue: looking there is no use of it, as in RabbitMQ."""
+    request = urllib.request.Request(f"http://127.0.0.1:{API_PORT}/api/queues/%2F/{queue}")
+    request.add_header("Authorization", "Basic " + base64.b64encode(b"guest:guest").decode())
+    try:
+        with urllib.request.urlopen(request, timeout=10):
+            return True
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return False
+        raise
 
 
 def connect(cloud):
@@ -51,18 +69,25 @@ class Expires(unittest.TestCase):
         ch.close()
         return True
 
-    def gone_after(self, seconds, conn=None):
-        """Whether the queue is gone `seconds` from now: one look then (a look is a use too)."""
-        time.sleep(seconds)
-        return not self.exists(conn)
+    def assert_gone_at_expiry(self, used_at, queue=None):
+        """The queue goes once unused for its expiry after `used_at` (taken just before its last
+        use), not sooner, and within ROOM more; watched where watching is no use of it."""
+        queue = queue or self.q
+        while listed(queue):
+            self.assertLess(time.monotonic(), used_at + EXPIRES_MS / 1000 + ROOM,
+                            f"queue {queue} is still there {EXPIRES_MS / 1000 + ROOM} s after its last use")
+            time.sleep(0.1)
+        self.assertGreaterEqual(time.monotonic() - used_at, EXPIRES_MS / 1000 - 0.25,
+                                f"queue {queue} went before its expiry")
 
     def test_an_unused_queue_goes_after_its_expiry_with_its_messages(self):
         self.ch.queue_declare(self.q, arguments={"x-expires": EXPIRES_MS})
         self.ch.confirm_delivery()
         self.ch.basic_publish("", self.q, b"left behind")
         time.sleep(0.5)
+        used_at = time.monotonic()
         self.assertTrue(self.exists(), "the queue went before its expiry")
-        self.assertTrue(self.gone_after(EXPIRES_MS / 1000 + ROOM))
+        self.assert_gone_at_expiry(used_at)
         self.ch.queue_declare(self.q)  # a new queue of that name starts empty
         self.assertEqual(self.ch.queue_declare(self.q, passive=True).method.message_count, 0)
         self.ch.queue_delete(self.q)
@@ -79,8 +104,9 @@ class Expires(unittest.TestCase):
             self.assertTrue(self.exists(), "a consumed queue expired")
             ch.basic_cancel(tag)
             time.sleep(0.5)
+            used_at = time.monotonic()
             self.assertTrue(self.exists(other), "the queue went at once when its consumer ended")
-            self.assertTrue(self.gone_after(EXPIRES_MS / 1000 + ROOM, other))
+            self.assert_gone_at_expiry(used_at)
         finally:
             other.close()
 
@@ -119,13 +145,12 @@ class Expires(unittest.TestCase):
             for kind, use in uses.items():
                 use(queues[kind])
             time.sleep(0.4)
+        used_at = time.monotonic()
         for kind, q in queues.items():
             self.q = q
             self.assertTrue(self.exists(), f"the queue expired though a {kind} used it every 0.4 s")
-        time.sleep(EXPIRES_MS / 1000 + ROOM)
-        for kind, q in queues.items():
-            self.q = q
-            self.assertFalse(self.exists(), f"the queue used by a {kind} did not expire once unused")
+        for q in queues.values():
+            self.assert_gone_at_expiry(used_at, q)
 
     def test_a_message_requeued_to_nobody_does_not_keep_it(self):
         """A basic.get whose message went back (rejected with requeue, or its channel closed):
@@ -140,9 +165,10 @@ class Expires(unittest.TestCase):
         method, _, _ = self.ch.basic_get(self.q, auto_ack=False)
         self.ch.basic_reject(method.delivery_tag, requeue=True)
         other = self.conn.channel()
+        used_at = time.monotonic()
         other.basic_get(self.q, auto_ack=False)
         other.close()
-        self.assertTrue(self.gone_after(EXPIRES_MS / 1000 + ROOM))
+        self.assert_gone_at_expiry(used_at)
 
     def test_an_invalid_or_other_x_expires_is_406_as_in_rabbitmq(self):
         for bad, why in (("soon", "not an integer"), (-1, "negative"), (0, "zero")):
