@@ -20,6 +20,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "amqp/bus/base64.hpp"
 #include "amqp/routing/names.hpp"
 #include "amqp/routing/subject.hpp"
 #include "channel/channel_context.hpp"
@@ -27,7 +28,6 @@
 #include "housekeeping/expiry.hpp"
 #include "housekeeping/legacy_filters.hpp"
 #include "housekeeping/settled_removal.hpp"
-#include "deliver/stream_feeder.hpp"
 #include "publish/delayed_delivery.hpp"
 #include "publish/due_router.hpp"
 #include "topology/topology_store.hpp"
@@ -91,11 +91,10 @@ std::vector<std::string> broker::filters_of(const std::string& queue) const {
   return legacy_->filters_of(queue).value_or(std::move(own));
 }
 
-// A stream queue's consumer on stream AMQP is read by its feeder alone, one replica's at a time.
 bus::queue_sharing broker::sharing_of(const std::string& queue) const {
   return read_topology([&](const routing::topology& t) {
     const auto* def = t.find_queue(queue);
-    const bool single = def && (def->single_active_consumer || def->type() == routing::queue_type::stream);
+    const bool single = def && def->single_active_consumer;
     return single ? bus::queue_sharing::single_active : bus::queue_sharing::all_consumers;
   });
 }
@@ -156,7 +155,7 @@ void broker::route_due_messages() {
   if (due_routing_.exchange(true)) return;
   boost::asio::post(mirror_strand_, [weak = weak_from_this()] {
     auto self = weak.lock();
-    if (!self || self->feeding_stopped_) return;
+    if (!self || self->due_routing_stopped_) return;
     self->due_router_ = std::make_shared<due_router>(weak, self->bus_, self->mirror_strand_);
     self->due_router_->start();
   });
@@ -190,7 +189,6 @@ void broker::on_watch_change(const std::string& key, const std::optional<std::st
     if (expires) expiry_->look_by(parsed->name, std::chrono::steady_clock::now() + std::chrono::milliseconds(*expires));
   }
   if (changed && parsed && parsed->what == routing::bucket_key::kind::policy) look_at_policy_queues(parsed->name);
-  if (changed && parsed && parsed->what == routing::bucket_key::kind::queue) stop_feeders_of_gone_queues();
   if (changed && !value && parsed && parsed->what == routing::bucket_key::kind::queue) {
     std::vector<std::weak_ptr<channel_context>> channels;
     {
@@ -295,44 +293,53 @@ void broker::retarget_previous_schedules() {
 }
 
 // A stream queue's messages go to its own stream when published. An earlier release stored them
-// on stream AMQP for the queue's consumer there, and a feeder copied them over: what such a
-// consumer still holds is copied by a feeder until none is left (stream_feeder.hpp), and the idle
-// removal deletes the consumer afterwards (settled_removal.hpp).
+// on stream AMQP for the queue's durable there, and a feeder copied them over: what such a durable
+// still holds is copied now, in stream order, each copy named by its sequence (stored once within
+// the duplicate window, so another replica copying too, or a copy made again, is kept once); then
+// the durable and its subject go.
 void broker::feed_stream_queues_left() {
   auto streams = read_topology([](const routing::topology& t) { return t.stream_queues(); });
   for (const auto& name : streams) {
     auto left = bus_->peek_queue(routing::consumer_name(name));
     if (!left) {
-      if (left.error().kind != bus::bus_errc::not_found)
-        warn("looking for what an earlier release left of stream queue '" + name + "' on stream AMQP: " +
-             left.error().text + " (looked at again at the next start)");
+      if (left.error().kind != bus::bus_errc::not_found) warn(copying_left(name, left.error().text));
       continue;
     }
-    if (left->num_pending == 0 && left->num_ack_pending == 0) continue;
-    boost::asio::post(mirror_strand_, [weak = weak_from_this(), name] {
-      auto self = weak.lock();
-      if (!self || self->feeding_stopped_ || self->feeders_.contains(name)) return;
-      auto finished = [weak, name] {
-        if (auto owner = weak.lock()) owner->feeders_.erase(name);
-      };
-      auto feeder = std::make_shared<stream_feeder>(weak, self->bus_, name, self->mirror_strand_, std::move(finished));
-      self->feeders_.emplace(name, feeder);
-      feeder->start();
-    });
+    copy_stream_queue_left(name, left->ack_floor_stream_seq + 1);
   }
 }
 
-void broker::stop_feeders_of_gone_queues() {
-  if (feeders_.empty()) return;
-  auto streams = read_topology([](const routing::topology& t) { return t.stream_queues(); });
-  for (auto it = feeders_.begin(); it != feeders_.end();) {
-    if (streams.contains(it->first)) {
-      ++it;
-      continue;
-    }
-    it->second->stop();
-    it = feeders_.erase(it);
+std::string broker::copying_left(const std::string& queue, const std::string& why) {
+  return "copying what an earlier release left of stream queue '" + queue + "' on stream AMQP into its stream: " +
+         why + " (tried again at the next start)";
+}
+
+// On the bus pool: the message at or after `from` is copied, then the next (from its copy's answer).
+void broker::copy_stream_queue_left(const std::string& queue, std::uint64_t from) {
+  const auto subject = routing::queue_subject(queue);
+  auto next = bus_->next_message(from, {subject});
+  if (!next) return warn(copying_left(queue, next.error().text));
+  if (!*next) {
+    if (auto purged = bus_->purge_subject(subject); !purged) return warn(copying_left(queue, purged.error().text));
+    if (auto gone = bus_->delete_queue_consumer(routing::consumer_name(queue)); !gone)
+      warn(copying_left(queue, gone.error().text));
+    return;
   }
+  const std::uint64_t seq = (*next)->seq;
+  auto d = bus_->read_message(seq);
+  if (!d) {
+    if (d.error().kind != bus::bus_errc::not_found) return warn(copying_left(queue, d.error().text));
+    return copy_stream_queue_left(queue, seq + 1);  // removed meanwhile: by another replica's copy
+  }
+  auto copied = [weak = weak_from_this(), queue, seq](bus::bus_status stored) {
+    auto self = weak.lock();
+    if (!self) return;
+    if (!stored) return self->warn(copying_left(queue, stored.error().text));
+    self->copy_stream_queue_left(queue, seq + 1);
+  };
+  bus_->publish_to_queue_stream(routing::consumer_name(queue), std::to_string(seq),
+                                d->amqp_props.empty() ? std::string{} : bus::base64_encode(d->amqp_props),
+                                std::move(d->body), d->shown_subject(), bus_executor(), std::move(copied));
 }
 
 void broker::sweep_leftovers() {
@@ -377,9 +384,7 @@ void broker::converge_queue_consumers() {
 
 void broker::stop() {
   boost::asio::post(mirror_strand_, [self = shared_from_this()] {
-    self->feeding_stopped_ = true;
-    for (auto& [name, feeder] : self->feeders_) feeder->stop();
-    self->feeders_.clear();
+    self->due_routing_stopped_ = true;
     if (self->due_router_) self->due_router_->stop();
   });
   if (expiry_) expiry_->stop();
@@ -703,9 +708,6 @@ void broker::forget_queue(const std::string& queue) {
     channels = take_consumers_locked(queue);
   }
   notify_deleted(queue, std::move(channels));
-  boost::asio::post(mirror_strand_, [weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->stop_feeders_of_gone_queues();
-  });
 }
 
 void broker::delete_queue(const std::string& queue) {

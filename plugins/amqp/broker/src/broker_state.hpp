@@ -32,7 +32,6 @@ class expiry_sweeper;
 struct expiry_look;
 class legacy_filters;
 class settled_removal;
-class stream_feeder;
 class due_router;
 
 class broker : public std::enable_shared_from_this<broker> {
@@ -253,11 +252,11 @@ class broker : public std::enable_shared_from_this<broker> {
   void remove_from_bus(const std::string& queue, std::chrono::seconds wait);
   // At open: the schedules of the release before #55's step 3 target the due root.
   void retarget_previous_schedules();
-  // At open, on the bus pool: a feeder (stream_feeder.hpp) for each stream queue whose consumer on
-  // stream AMQP an earlier release left; each stops once it has copied everything.
+  // At open, on the bus pool: what an earlier release left for each stream queue on stream AMQP
+  // (its durable there) is copied into the queue's stream, one message after another.
   void feed_stream_queues_left();
-  // On mirror_strand_: the feeders of stream queues the mirror no longer holds stop.
-  void stop_feeders_of_gone_queues();
+  void copy_stream_queue_left(const std::string& queue, std::uint64_t from);
+  static std::string copying_left(const std::string& queue, const std::string& why);
 
   boost::asio::io_context& io_;
   std::shared_ptr<bus::client> bus_;
@@ -282,8 +281,7 @@ class broker : public std::enable_shared_from_this<broker> {
   std::set<std::shared_ptr<bus::client>> bus_clients() const;  // its own and its connections'
   std::shared_ptr<settled_removal> settled_removal_;
   std::shared_ptr<legacy_filters> legacy_;  // queues still reading the previous release's filters
-  std::map<std::string, std::shared_ptr<stream_feeder>> feeders_;  // by stream queue, on mirror_strand_
-  bool feeding_stopped_ = false;                                   // on mirror_strand_
+  bool due_routing_stopped_ = false;  // on mirror_strand_
   boost::asio::any_io_executor dead_letter_lane_;
 
   mutable std::mutex owners_mutex_;

@@ -93,8 +93,8 @@ void settled_removal::remove_idle_consumers(broker& b) {
     if (!unused(listed)) continue;
     auto queue = b.queue_of_consumer(consumer);
     if (!queue || b.consumer_count(*queue) > 0) continue;
-    // A stream queue's consumer is only what an earlier release left: it goes once it has given
-    // its feeder everything (broker::feed_stream_queues_left).
+    // A stream queue's consumer is only what an earlier release left: one still holding what was
+    // never copied into the queue's stream stays for the next start (broker::feed_stream_queues_left).
     if (b.type_of(*queue) == routing::queue_type::stream && listed.num_pending > 0) continue;
     // Looked at again just before it goes: a reader another replica started since the list
     // keeps it (one starting in the instant between marks what it took again: consumer.cpp).
