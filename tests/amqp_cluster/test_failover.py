@@ -313,33 +313,38 @@ class TwoReplicas(unittest.TestCase):
         declared = []
         conn = pika.BlockingConnection(params(self.a))
         self.addCleanup(lambda: conn.is_open and conn.close())
-        for i, name in enumerate(names):
-            if i == 10:
-                self.cluster.kill(self.cluster.leader_of("KV_amqp"))
-            # A declare the bus cannot answer in time fails its channel (541: retry on a new
-            # channel), as the error says to: for a minute after the kill, a new queue's R3
-            # consumer may wait for a leader longer than the bus timeout.
+
+        def answered(method, what):
+            """method() once the bus answers it: a request the bus cannot answer in time fails its
+            channel (541: retry on a new channel), as the error says to, for a minute after the kill
+            (the bucket's or stream AMQP's leader being elected)."""
             refusals = []
             deadline = time.monotonic() + 60
             while True:
                 try:
-                    conn.channel().queue_declare(name, durable=True)
-                    declared.append(name)
-                    break
+                    return method()
                 except pika.exceptions.ChannelClosedByBroker as e:
                     self.assertEqual(e.reply_code, 541, e.reply_text)
                     refusals.append(e.reply_text)
                 if time.monotonic() > deadline:
-                    self.fail(f"queue {name} could not be declared within a minute: {refusals}")
+                    self.fail(f"{what} within a minute: {refusals}")
                 time.sleep(0.5)
+
+        for i, name in enumerate(names):
+            if i == 10:
+                self.cluster.kill(self.cluster.leader_of("KV_amqp"))
+            answered(lambda: conn.channel().queue_declare(name, durable=True), f"queue {name} could not be declared")
+            declared.append(name)
         self.assertEqual(declared, names)
-        # Every declaration is in the bucket once, and B (whose mirror replays the bucket) has it.
+        # Every declaration is in the bucket once, and B (whose mirror replays the bucket) has it; its
+        # count asks stream AMQP, whose leader may have been on the node killed.
         keys = self.cluster.api("STREAM.INFO.KV_amqp", {"subjects_filter": "$KV.amqp.q.>"})["state"]["subjects"]
         for name in names:
             self.assertEqual(keys.get(f"$KV.amqp.q.{name}"), 1, name)
         with pika.BlockingConnection(params(self.b)) as other:
             for name in names:
-                self.assertEqual(other.channel().queue_declare(name, passive=True).method.message_count, 0)
+                ok = answered(lambda: other.channel().queue_declare(name, passive=True), f"queue {name} was not counted")
+                self.assertEqual(ok.method.message_count, 0)
 
     def test_concurrent_binds_from_both_replicas_on_a_replicated_bucket_all_survive(self):
         """Binds of one queue through both replicas at once: each is a revision-checked write of
